@@ -1,0 +1,60 @@
+"""The core workload graph: plain frozen data, already validated and shape-checked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflab.dtypes import DType
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.dtype.nbytes(self.numel)
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    name: str
+    kind: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    attrs: dict = field(default_factory=dict, hash=False, compare=False)
+    block: str = ""            # repeated block instance it came from, e.g. "layer[3]"
+    line: int | None = None    # YAML line, for messages
+    data_dependent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """Ops in a valid topological order over named tensors."""
+    name: str
+    tensors: dict[str, Tensor]
+    ops: tuple[Op, ...]
+    outputs: frozenset[str]             # tensors the workload returns
+    params: dict[str, int]
+    file: str = ""
+    description: str = ""
+
+    def consumers(self) -> dict[str, list[int]]:
+        """Tensor name -> indices of ops that read it."""
+        out: dict[str, list[int]] = {}
+        for i, op in enumerate(self.ops):
+            for t in op.inputs:
+                out.setdefault(t, []).append(i)
+        return out
+
+    def producers(self) -> dict[str, int]:
+        return {t: i for i, op in enumerate(self.ops) for t in op.outputs}

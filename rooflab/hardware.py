@@ -1,0 +1,222 @@
+"""Hardware specs: YAML files validated by pydantic at the edge, a frozen `Hardware` in SI units inside.
+
+Every number in a spec is a `{value, source}` pair whose source is a key of the file's
+`sources:` table, so no figure enters the model without saying where it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
+from rooflab.errors import RooflabError
+from rooflab.yamlio import did_you_mean, load_yaml, raise_first
+
+SPEC_DIR = Path(__file__).resolve().parent.parent / "hardware_specs"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Figure(_Strict):
+    """One number and where it came from (a key of the spec's `sources`)."""
+    value: float = Field(gt=0)
+    source: str
+    note: str | None = None
+
+
+class Fraction(Figure):
+    value: float = Field(gt=0, le=1)
+
+
+class MemorySpec(_Strict):
+    hbm_gb: Figure                    # decimal GB
+    hbm_tb_per_s: Figure              # decimal TB/s
+    l2_mb: Figure                     # as the vendor or driver reports it (MB)
+    l2_tb_per_s: Figure | None = None
+    smem_per_sm_kb: Figure            # largest shared memory one block can use, KB (1024 B)
+
+
+class InterconnectSpec(_Strict):
+    name: str
+    gb_per_s: Figure                  # per GPU, one direction
+
+
+class LaunchSpec(_Strict):
+    eager_dispatch_us: Figure         # host time to dispatch one eager op (CPU-bound)
+    graph_launch_us: Figure           # per kernel, when a CUDA graph replays the step
+    min_kernel_us: Figure             # GPU-side duration of an empty kernel
+
+
+class EfficiencySpec(_Strict):
+    """Achieved fractions of peak: what a good kernel reaches on large problems."""
+    tensor: Fraction
+    tensor_by_dtype: dict[str, Fraction] = {}
+    vector: Fraction
+    hbm: Fraction
+    interconnect: Fraction
+
+
+class HardwareFile(_Strict):
+    name: str
+    display_name: str
+    vendor: Literal["nvidia", "amd", "google", "intel"]
+    architecture: str
+    sources: dict[str, str]
+    tensor_tflops: dict[str, Figure]  # dense peaks; a dtype here has a tensor-core GEMM path
+    vector_tflops: dict[str, Figure]
+    memory: MemorySpec
+    sm_count: Figure
+    boost_clock_mhz: Figure
+    interconnect: InterconnectSpec
+    launch: LaunchSpec
+    efficiency: EfficiencySpec
+    weight_only_gemm: list[Literal["int4", "int8", "fp8"]] = Field(
+        default=[], description="weight dtypes with a fused dequant-in-GEMM kernel (W4A16, W8A16)")
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "HardwareFile":
+        for fam in self.tensor_tflops:
+            if fam not in TENSOR_FAMILIES:
+                raise ValueError(f"unknown tensor dtype '{fam}' in tensor_tflops "
+                                 f"(known: {', '.join(TENSOR_FAMILIES)})")
+        for fam in self.vector_tflops:
+            if fam not in VECTOR_FAMILIES:
+                raise ValueError(f"unknown vector dtype '{fam}' in vector_tflops "
+                                 f"(known: {', '.join(VECTOR_FAMILIES)})")
+        if "fp32" not in self.vector_tflops:
+            raise ValueError("vector_tflops must give fp32 (all vector FLOPs are priced at it)")
+        for fam in self.efficiency.tensor_by_dtype:
+            if fam not in self.tensor_tflops:
+                raise ValueError(f"efficiency.tensor_by_dtype names '{fam}', "
+                                 "which tensor_tflops does not list")
+        for where, fig in self._figures():
+            if fig.source not in self.sources:
+                raise ValueError(f"{where}: source '{fig.source}' is not in `sources`"
+                                 + did_you_mean(fig.source, self.sources))
+        return self
+
+    def _figures(self):
+        for k, f in self.tensor_tflops.items():
+            yield f"tensor_tflops.{k}", f
+        for k, f in self.vector_tflops.items():
+            yield f"vector_tflops.{k}", f
+        for group in ("memory", "launch", "efficiency"):
+            sub = getattr(self, group)
+            for k in type(sub).model_fields:
+                v = getattr(sub, k)
+                if isinstance(v, Figure):
+                    yield f"{group}.{k}", v
+        for k, f in self.efficiency.tensor_by_dtype.items():
+            yield f"efficiency.tensor_by_dtype.{k}", f
+        yield "sm_count", self.sm_count
+        yield "boost_clock_mhz", self.boost_clock_mhz
+        yield "interconnect.gb_per_s", self.interconnect.gb_per_s
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """A GPU in SI base units: FLOP/s, bytes, bytes/s, seconds."""
+    name: str
+    display_name: str
+    tensor_flops_per_s: dict[str, float]      # dense peak per tensor-core dtype family
+    vector_flops_per_s: dict[str, float]
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    l2_bytes: float
+    l2_bytes_per_s: float | None
+    smem_per_sm_bytes: float
+    sm_count: int
+    link_bytes_per_s: float
+    eager_dispatch_s: float
+    graph_launch_s: float
+    min_kernel_s: float
+    tensor_efficiency: float
+    tensor_efficiency_by_dtype: dict[str, float]
+    vector_efficiency: float
+    hbm_efficiency: float
+    link_efficiency: float
+    weight_only_gemm: frozenset[str]
+    source_file: str = ""
+    spec: HardwareFile | None = field(default=None, compare=False, repr=False)
+
+    def has_gemm_path(self, family: str) -> bool:
+        return family in self.tensor_flops_per_s
+
+    def tensor_rate(self, family: str) -> float:
+        """Achievable tensor-core FLOP/s for a dtype family (peak times efficiency)."""
+        eff = self.tensor_efficiency_by_dtype.get(family, self.tensor_efficiency)
+        return self.tensor_flops_per_s[family] * eff
+
+    @property
+    def vector_rate(self) -> float:
+        """Achievable fp32 vector FLOP/s."""
+        return self.vector_flops_per_s["fp32"] * self.vector_efficiency
+
+    @property
+    def hbm_rate(self) -> float:
+        return self.hbm_bytes_per_s * self.hbm_efficiency
+
+    @property
+    def link_rate(self) -> float:
+        return self.link_bytes_per_s * self.link_efficiency
+
+
+def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
+    m = spec.memory
+    eff = spec.efficiency
+    return Hardware(
+        name=spec.name,
+        display_name=spec.display_name,
+        tensor_flops_per_s={k: f.value * 1e12 for k, f in spec.tensor_tflops.items()},
+        vector_flops_per_s={k: f.value * 1e12 for k, f in spec.vector_tflops.items()},
+        hbm_bytes=m.hbm_gb.value * 1e9,
+        hbm_bytes_per_s=m.hbm_tb_per_s.value * 1e12,
+        l2_bytes=m.l2_mb.value * 1e6,
+        l2_bytes_per_s=m.l2_tb_per_s.value * 1e12 if m.l2_tb_per_s else None,
+        smem_per_sm_bytes=m.smem_per_sm_kb.value * 1024,
+        sm_count=int(spec.sm_count.value),
+        link_bytes_per_s=spec.interconnect.gb_per_s.value * 1e9,
+        eager_dispatch_s=spec.launch.eager_dispatch_us.value * 1e-6,
+        graph_launch_s=spec.launch.graph_launch_us.value * 1e-6,
+        min_kernel_s=spec.launch.min_kernel_us.value * 1e-6,
+        tensor_efficiency=eff.tensor.value,
+        tensor_efficiency_by_dtype={k: f.value for k, f in eff.tensor_by_dtype.items()},
+        vector_efficiency=eff.vector.value,
+        hbm_efficiency=eff.hbm.value,
+        link_efficiency=eff.interconnect.value,
+        weight_only_gemm=frozenset(spec.weight_only_gemm),
+        source_file=source_file,
+        spec=spec,
+    )
+
+
+def load_file(path: str | Path) -> Hardware:
+    doc = load_yaml(path, "hardware spec")
+    try:
+        spec = HardwareFile.model_validate(doc.data)
+    except ValidationError as err:
+        raise_first(err, doc)
+    return to_core(spec, str(path))
+
+
+def spec_paths(spec_dir: Path = SPEC_DIR) -> dict[str, Path]:
+    """Bundled spec files by name (the file stem)."""
+    return {p.stem: p for p in sorted(spec_dir.glob("*.yaml"))}
+
+
+def load(name_or_path: str, spec_dir: Path = SPEC_DIR) -> Hardware:
+    """A spec by bundled name (`h200`) or by path (`specs/my_gpu.yaml`)."""
+    if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
+        return load_file(name_or_path)
+    paths = spec_paths(spec_dir)
+    if name_or_path not in paths:
+        raise RooflabError(f"unknown hardware '{name_or_path}'" + did_you_mean(name_or_path, paths)
+                           + f"; known: {', '.join(paths)} (or pass a path to a spec YAML)")
+    return load_file(paths[name_or_path])

@@ -1,0 +1,415 @@
+"""Workload YAML -> core `Graph`: parameters, repeated blocks, name resolution, cycle check and
+shape inference. Everything a user can get wrong here becomes a one-line RooflabError that
+names the file, the YAML line and the op or tensor.
+
+File layout (see docs/workloads.md):
+    name: mlp
+    params: {B: 8, S: 1024, D: 4096}          # integers or expressions; --set overrides
+    tensors:                                   # inputs and weights; op outputs may be declared
+      x: {shape: [B, S, D], dtype: bf16}       # too (then their inferred shape is checked)
+    ops:
+      - {kind: matmul, inputs: [x, w1], outputs: [h]}
+      - repeat: layers                         # a block written once, run `layers` times
+        name: layer
+        carry: {x: x_next}                     # each iteration's x is the previous x_next
+        tensors: {w: {shape: [D, D], dtype: bf16}}   # one per iteration (weights)
+        ops: [...]
+    outputs: [y]                               # optional; default: tensors nothing reads
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rooflab import ops as oplib
+from rooflab.dtypes import known_names, lookup
+from rooflab.errors import RooflabError
+from rooflab.expr import ExprError, evaluate
+from rooflab.graph import Graph, Op, Tensor
+from rooflab.yamlio import Located, did_you_mean, format_loc, load_yaml, raise_first
+
+WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TensorSpec(_Strict):
+    shape: list[int | str]
+    dtype: str
+
+
+class OpSpec(BaseModel):
+    """Common op fields; the op's attributes are the extra keys, checked per kind."""
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: str
+    name: str | None = None
+    inputs: list[str] = []
+    outputs: list[str] = Field(min_length=1)
+    data_dependent: bool = False
+
+
+class RepeatSpec(_Strict):
+    repeat: int | str
+    name: str
+    carry: dict[str, str] = {}
+    tensors: dict[str, TensorSpec] = {}
+    ops: list[dict[str, Any]]
+
+
+class WorkloadFile(_Strict):
+    name: str
+    description: str = ""
+    params: dict[str, int | str] = {}
+    tensors: dict[str, TensorSpec] = {}
+    ops: list[dict[str, Any]] = Field(min_length=1)
+    outputs: list[str] = []
+
+
+# Attributes each kind accepts (beyond kind/name/inputs/outputs/data_dependent).
+_ATTRS_BY_ROLE = {
+    oplib.Role.POINTWISE: {"dtype"},
+    oplib.Role.GATHER: set(),
+    oplib.Role.REDUCTION: {"axis", "keepdim", "dtype", "eps"},
+    oplib.Role.GEMM: {"transpose_a", "transpose_b", "tf32", "dtype", "group_size"},
+    oplib.Role.ATTENTION: {"causal", "scale", "block_m"},
+    oplib.Role.COLLECTIVE: {"world_size", "axis"},
+    oplib.Role.OPAQUE: {"flops", "bytes", "tensor_dtype", "reason"},
+    oplib.Role.VIEW: {"shape", "dims"},
+}
+_EXTRA_ATTRS = {"scale": {"factor"}}
+_INT_ATTRS = {"world_size", "flops", "bytes", "group_size", "block_m", "axis"}
+_INT_LIST_ATTRS = {"shape", "dims"}
+
+
+def allowed_attrs(kind: str) -> set[str]:
+    return _ATTRS_BY_ROLE[oplib.role(kind)] | _EXTRA_ATTRS.get(kind, set())
+
+
+def resolve_params(declared: dict[str, int | str], overrides: dict[str, int],
+                   doc: Located | None = None) -> dict[str, int]:
+    """Parameter values in declaration order, `overrides` (from --set) replacing defaults."""
+    for k in overrides:
+        if k not in declared:
+            known = ", ".join(declared) or "none"
+            raise RooflabError(f"--set {k}: unknown parameter '{k}'" + did_you_mean(k, declared)
+                               + f"; this workload's parameters: {known}",
+                               file=doc.file if doc else None)
+    values: dict[str, int] = {}
+    for k, raw in declared.items():
+        try:
+            v = overrides[k] if k in overrides else evaluate(raw, values)
+        except ExprError as e:
+            raise _err(doc, str(e), ("params", k)) from None
+        if v <= 0:
+            raise _err(doc, f"parameter '{k}' must be positive, got {v}", ("params", k))
+        values[k] = v
+    return values
+
+
+def _err(doc: Located | None, problem: str, loc: tuple, place: str | None = None):
+    if doc is None:
+        return RooflabError(problem, place=place or format_loc(loc))
+    return doc.error(problem, loc, place)
+
+
+class _Builder:
+    """Expands repeats, resolves names, sorts topologically and infers shapes."""
+
+    def __init__(self, spec: WorkloadFile, doc: Located, params: dict[str, int]):
+        self.spec, self.doc, self.params = spec, doc, params
+        self.declared: dict[str, tuple[TensorSpec, tuple]] = {}   # global name -> spec, loc
+        self.raw_ops: list[tuple[OpSpec, tuple, dict[str, Any], str, tuple[str, ...], tuple[str, ...]]] = []
+        self.produced: dict[str, int] = {}
+        self.op_names: set[str] = set()
+
+    # -- expansion ---------------------------------------------------------------------
+    def expand(self) -> None:
+        top = {}
+        for name, ts in self.spec.tensors.items():
+            self.declared[name] = (ts, ("tensors", name))
+            top[name] = name
+        self._scope(self.spec.ops, ("ops",), top, prefix="", block="")
+
+    def _scope(self, items, loc, outer: dict[str, str], prefix: str, block: str,
+               local_tensors: dict[str, TensorSpec] | None = None, tensors_loc=()) -> dict[str, str]:
+        """Expand one scope's ops; returns the scope's name map (local -> global)."""
+        names = dict(outer)
+        for name, ts in (local_tensors or {}).items():
+            g = prefix + name
+            self.declared[g] = (ts, tensors_loc + (name,))
+            names[name] = g
+        parsed = []
+        for i, item in enumerate(items):
+            iloc = loc + (i,)
+            if not isinstance(item, dict):
+                raise _err(self.doc, "expected a mapping (an op or a repeat block)", iloc)
+            if "repeat" in item:
+                parsed.append(("repeat", self._validate(RepeatSpec, item, iloc), iloc))
+            else:
+                parsed.append(("op", self._validate_op(item, iloc), iloc))
+        # Outputs of this scope's ops are visible to every op of the scope (forward references
+        # are allowed, so a cycle is reported as a cycle, not as an unknown name).
+        for what, spec, iloc in parsed:
+            if what == "op":
+                for out in spec.outputs:
+                    names[out] = prefix + out
+        for what, spec, iloc in parsed:
+            if what == "repeat":
+                self._repeat(spec, iloc, names, prefix, block)
+            else:
+                self._op(spec, iloc, names, prefix, block)
+        return names
+
+    def _repeat(self, spec: RepeatSpec, loc, names: dict[str, str], prefix: str, block: str):
+        try:
+            count = evaluate(spec.repeat, self.params)
+        except ExprError as e:
+            raise _err(self.doc, str(e), loc + ("repeat",)) from None
+        if count <= 0:
+            raise _err(self.doc, f"repeat count must be positive, got {count}", loc + ("repeat",))
+        for outer_name in spec.carry:
+            if outer_name not in names:
+                raise _err(self.doc, f"carry names '{outer_name}', which is not a tensor outside "
+                           "the block" + did_you_mean(outer_name, names), loc + ("carry",))
+        current = dict(names)
+        for it in range(count):
+            iprefix = f"{prefix}{spec.name}[{it}]."
+            iblock = f"{block}{spec.name}[{it}]" if not block else f"{block}.{spec.name}[{it}]"
+            inner = self._scope(spec.ops, loc + ("ops",), current, iprefix, iblock,
+                                spec.tensors, loc + ("tensors",))
+            current = dict(names)
+            for outer_name, inner_name in spec.carry.items():
+                if inner_name not in inner or inner[inner_name] == names.get(inner_name):
+                    raise _err(self.doc, f"carry: '{inner_name}' is not produced inside the "
+                               "block" + did_you_mean(inner_name, inner), loc + ("carry",))
+                current[outer_name] = inner[inner_name]
+        names.update({k: current[k] for k in spec.carry})
+
+    def _validate(self, model, item, loc):
+        try:
+            return model.model_validate(item)
+        except ValidationError as err:
+            e = err.errors()[0]
+            sub = Located(self.doc.data, self.doc.node, self.doc.file)
+            full = loc + tuple(e["loc"])
+            msg = e["msg"]
+            if e["type"] == "extra_forbidden":
+                msg = f"unknown field '{e['loc'][-1]}'"
+            elif e["type"] == "missing":
+                msg = f"missing required field '{e['loc'][-1]}'"
+            raise sub.error(msg, full) from None
+
+    def _validate_op(self, item, loc) -> OpSpec:
+        kind = item.get("kind")
+        if kind is None:
+            raise _err(self.doc, "op has no `kind`", loc)
+        if kind not in oplib.RULES:
+            raise _err(self.doc, f"unknown op kind '{kind}'" + did_you_mean(kind, oplib.RULES),
+                       loc + ("kind",))
+        spec = self._validate(OpSpec, item, loc)
+        allowed = allowed_attrs(kind)
+        for key in spec.model_extra or {}:
+            if key not in allowed:
+                raise _err(self.doc, f"{kind} op has no attribute '{key}'"
+                           + (f" (it takes: {', '.join(sorted(allowed))})" if allowed else ""),
+                           loc + (key,))
+        return spec
+
+    def _op(self, spec: OpSpec, loc, names: dict[str, str], prefix: str, block: str):
+        base = spec.name or f"{spec.kind}_{len(self.raw_ops)}"
+        name = f"{block}.{base}" if block else base
+        if name in self.op_names:
+            raise _err(self.doc, f"duplicate op name '{name}'", loc + ("name",))
+        self.op_names.add(name)
+        ins = []
+        for j, t in enumerate(spec.inputs):
+            if t not in names:
+                raise _err(self.doc, f"unknown tensor '{t}'" + did_you_mean(t, names),
+                           loc + ("inputs", j), place=f"op {name}")
+            ins.append(names[t])
+        outs = tuple(prefix + t for t in spec.outputs)
+        for j, g in enumerate(outs):
+            if g in self.produced:
+                other = self.raw_ops[self.produced[g]][3]
+                raise _err(self.doc, f"tensor '{spec.outputs[j]}' is already written by op "
+                           f"{other}; each tensor has one producer", loc + ("outputs", j),
+                           place=f"op {name}")
+            self.produced[g] = len(self.raw_ops)
+        attrs = {}
+        for key, val in (spec.model_extra or {}).items():
+            attrs[key] = self._attr(key, val, loc + (key,), name)
+        self.raw_ops.append((spec, loc, attrs, name, tuple(ins), outs, block))
+
+    def _attr(self, key, val, loc, op_name):
+        try:
+            if key in _INT_ATTRS:
+                return evaluate(val, self.params)
+            if key in _INT_LIST_ATTRS:
+                if not isinstance(val, list):
+                    raise ExprError(f"`{key}` must be a list")
+                return [evaluate(v, self.params) for v in val]
+        except ExprError as e:
+            raise _err(self.doc, str(e), loc, place=f"op {op_name}") from None
+        return val
+
+    # -- ordering and shapes ----------------------------------------------------------
+    def build(self) -> Graph:
+        self.expand()
+        order = self._toposort()
+        tensors: dict[str, Tensor] = {}
+        for g, (ts, loc) in self.declared.items():
+            if g not in self.produced:
+                tensors[g] = self._tensor(g, ts, loc)
+        ops = []
+        for idx in order:
+            spec, loc, attrs, name, ins, outs, block = self.raw_ops[idx]
+            rule = oplib.RULES[spec.kind]
+            lo, hi = rule.arity
+            if not lo <= len(ins) <= hi:
+                want = str(lo) if lo == hi else f"{lo} to {hi}"
+                raise _err(self.doc, f"{spec.kind} takes {want} inputs, got {len(ins)}",
+                           loc + ("inputs",), place=f"op {name}")
+            op = Op(name, spec.kind, ins, outs, attrs, block, self.doc.line_of(loc),
+                    spec.data_dependent)
+            in_t = [tensors[t] for t in ins]
+            if spec.kind == "opaque":
+                inferred = None
+            else:
+                try:
+                    inferred = rule.infer(op, in_t)
+                except oplib.ShapeError as e:
+                    raise _err(self.doc, str(e), loc, place=f"op {name}") from None
+                if len(inferred) != len(outs):
+                    raise _err(self.doc, f"{spec.kind} has {len(inferred)} output(s), "
+                               f"got {len(outs)}", loc + ("outputs",), place=f"op {name}")
+            for j, g in enumerate(outs):
+                if g in self.declared:
+                    ts, tloc = self.declared[g]
+                    t = self._tensor(g, ts, tloc)
+                    if inferred and (t.shape, t.dtype) != inferred[j]:
+                        shp, dt = inferred[j]
+                        raise _err(self.doc, f"output '{g}' is declared {list(t.shape)} "
+                                   f"{t.dtype.name} but the op makes {list(shp)} {dt.name}",
+                                   loc, place=f"op {name}")
+                elif inferred is None:
+                    raise _err(self.doc, f"opaque op output '{g}' must be declared in `tensors:`",
+                               loc + ("outputs", j), place=f"op {name}")
+                else:
+                    shp, dt = inferred[j]
+                    t = Tensor(g, shp, dt)
+                tensors[g] = t
+            ops.append(op)
+        outputs = self._outputs(tensors, ops)
+        return Graph(self.spec.name, tensors, tuple(ops), outputs, self.params, self.doc.file,
+                     self.spec.description)
+
+    def _tensor(self, g: str, ts: TensorSpec, loc) -> Tensor:
+        dt = lookup(ts.dtype)
+        if dt is None:
+            raise _err(self.doc, f"unknown dtype '{ts.dtype}'" + did_you_mean(ts.dtype, known_names()),
+                       loc + ("dtype",), place=f"tensor {g}")
+        shape = []
+        for j, d in enumerate(ts.shape):
+            try:
+                v = evaluate(d, self.params)
+            except ExprError as e:
+                raise _err(self.doc, str(e), loc + ("shape", j), place=f"tensor {g}") from None
+            if v <= 0:
+                raise _err(self.doc, f"dimension {j} is {v} ({d}); dimensions must be positive",
+                           loc + ("shape", j), place=f"tensor {g}")
+            shape.append(v)
+        return Tensor(g, tuple(shape), dt)
+
+    def _toposort(self) -> list[int]:
+        n = len(self.raw_ops)
+        deps = [[self.produced[t] for t in r[4] if t in self.produced] for r in self.raw_ops]
+        users: list[list[int]] = [[] for _ in range(n)]
+        indeg = [0] * n
+        for i, ds in enumerate(deps):
+            for d in ds:
+                users[d].append(i)
+                indeg[i] += 1
+        # Kahn's algorithm, preferring the written order so schedules read like the file.
+        import heapq
+        ready = [i for i in range(n) if indeg[i] == 0]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            i = heapq.heappop(ready)
+            order.append(i)
+            for u in users[i]:
+                indeg[u] -= 1
+                if indeg[u] == 0:
+                    heapq.heappush(ready, u)
+        if len(order) < n:
+            stuck = [i for i in range(n) if indeg[i] > 0]
+            cycle = self._find_cycle(stuck, deps)
+            names = " -> ".join(self.raw_ops[i][3] for i in cycle)
+            raise _err(self.doc, f"the ops form a cycle: {names}", self.raw_ops[cycle[0]][1],
+                       place=f"op {self.raw_ops[cycle[0]][3]}")
+        return order
+
+    @staticmethod
+    def _find_cycle(stuck: list[int], deps: list[list[int]]) -> list[int]:
+        stuck_set = set(stuck)
+        node, seen = stuck[0], []
+        while node not in seen:
+            seen.append(node)
+            node = next(d for d in deps[node] if d in stuck_set)
+        cyc = seen[seen.index(node):]
+        return list(reversed(cyc)) + [cyc[-1]]
+
+    def _outputs(self, tensors, ops) -> frozenset[str]:
+        if self.spec.outputs:
+            outs = set()
+            for j, t in enumerate(self.spec.outputs):
+                if t not in tensors:
+                    raise _err(self.doc, f"unknown tensor '{t}'" + did_you_mean(t, tensors),
+                               ("outputs", j))
+                outs.add(t)
+            return frozenset(outs)
+        read = {t for op in ops for t in op.inputs}
+        return frozenset(t for op in ops for t in op.outputs if t not in read)
+
+
+def load_file(path: str | Path, overrides: dict[str, int] | None = None) -> Graph:
+    """Parse, expand and shape-check a workload file; RooflabError on any problem."""
+    doc = load_yaml(path, "workload")
+    try:
+        spec = WorkloadFile.model_validate(doc.data)
+    except ValidationError as err:
+        raise_first(err, doc)
+    params = resolve_params(spec.params, overrides or {}, doc)
+    return _Builder(spec, doc, params).build()
+
+
+def load(name_or_path: str, overrides: dict[str, int] | None = None) -> Graph:
+    """A workload by path, or by the stem of a bundled file in workloads/."""
+    p = Path(name_or_path)
+    if not p.exists() and not name_or_path.endswith((".yaml", ".yml")):
+        bundled = WORKLOAD_DIR / f"{name_or_path}.yaml"
+        if bundled.exists():
+            p = bundled
+    return load_file(p, overrides)
+
+
+def parse_sets(items: list[str]) -> dict[str, int]:
+    """`--set name=value` strings to a dict; RooflabError on a malformed one."""
+    out = {}
+    for item in items:
+        key, sep, val = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise RooflabError(f"--set {item}: expected name=value")
+        try:
+            out[key] = int(val.strip())
+        except ValueError:
+            raise RooflabError(f"--set {item}: value must be an integer") from None
+        if out[key] <= 0:
+            raise RooflabError(f"--set {item}: value must be positive")
+    return out
