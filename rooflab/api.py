@@ -1,0 +1,38 @@
+"""The Python API: everything the CLI does, callable from Python.
+
+    >>> from rooflab.api import predict
+    >>> p = predict("workloads/gemm_bias_gelu_residual.yaml", "h100-sxm", schedule="fused")
+    >>> p.totals.time_s, p.totals.hbm_bytes
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rooflab import cost, hardware, lowering, schedule, workload
+from rooflab.cost import Prediction
+from rooflab.graph import Graph
+from rooflab.hardware import Hardware
+
+
+def load_workload(path: str | Path, sets: dict[str, int] | None = None) -> Graph:
+    return workload.load(str(path), sets)
+
+
+def load_hardware(name_or_path: str | Hardware) -> Hardware:
+    return name_or_path if isinstance(name_or_path, Hardware) else hardware.load(name_or_path)
+
+
+def predict_graph(graph: Graph, hw: Hardware, schedule_name: str = "unfused",
+                  launch: str = "eager") -> Prediction:
+    """Lower `graph` for `hw` (dtype fallbacks), schedule it under a policy, and price it."""
+    low = lowering.lower(graph, hw)
+    sched = schedule.build(low.graph, schedule_name, hw, low.notes)
+    return cost.predict(sched, hw, launch)
+
+
+def predict(workload_path: str | Path | Graph, hw: str | Hardware, schedule: str = "unfused",
+            launch: str = "eager", sets: dict[str, int] | None = None) -> Prediction:
+    """Predict one workload on one GPU under one schedule and launch mode."""
+    graph = workload_path if isinstance(workload_path, Graph) else load_workload(workload_path, sets)
+    return predict_graph(graph, load_hardware(hw), schedule, launch)

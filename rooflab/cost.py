@@ -1,0 +1,261 @@
+"""The cost model: pure functions from (schedule, hardware, launch mode) to a Prediction.
+
+Per kernel (docs/cost-model.md):
+    compute_s = max(Σ tensor FLOPs[dtype] / (peak[dtype]·η_tc[dtype]),  vector FLOPs / (peak_fp32·η_vec))
+    memory_s  = (HBM bytes read + written) / (BW·η_bw)
+    link_s    = interconnect bytes / (link BW·η_link)
+    busy_s    = max(compute_s, memory_s, link_s)
+    time_s    = busy_s + launch_s
+    launch_s  = eager: min_kernel_s + any stall waiting for the CPU;  graph: graph_launch_s
+HBM bytes of a kernel: every tensor it reads that no op inside it made (once, however many ops
+read it), plus every tensor it writes that something outside it reads or the workload returns,
+plus reduction re-reads when a row does not fit on chip.
+
+Launch modes: `eager` dispatches each kernel from the CPU (eager_dispatch_s each); the CPU runs
+ahead of the GPU, so a kernel waits only when the CPU has not issued it yet: short kernels leave
+the GPU idle (launch-bound); each kernel also pays min_kernel_s on the GPU. `graph` replays the
+step as a CUDA graph: one dispatch, then graph_launch_s per kernel (the per-kernel time of
+tiny kernels replayed back to back, so it includes the GPU-side start).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rooflab.graph import Graph
+from rooflab.hardware import Hardware
+from rooflab.ops import RULES, OpCost, Role
+from rooflab.schedule import Kernel, Schedule
+
+LAUNCH_MODES = ("eager", "graph")
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCost:
+    """One kernel priced on one GPU. Counts are exact integers; times are seconds."""
+    name: str
+    ops: tuple[str, ...]
+    kinds: tuple[str, ...]
+    fusion: str
+    tensor_flops: int
+    tensor_dtypes: tuple[str, ...]
+    vector_flops: int
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    l2_reread_bytes: int
+    link_bytes: int
+    compute_s: float
+    memory_s: float
+    link_s: float
+    launch_s: float
+    time_s: float
+    bound: str
+    stopped_by: tuple[str, ...] = ()
+    block: str = ""
+
+    @property
+    def flops(self) -> int:
+        return self.tensor_flops + self.vector_flops
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOP per HBM byte (inf when nothing crosses HBM)."""
+        return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    kernels: int
+    tensor_flops: int
+    vector_flops: int
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    link_bytes: int
+    compute_s: float        # Σ over kernels
+    memory_s: float
+    link_s: float
+    launch_s: float         # GPU time spent on launches and waiting for the CPU
+    time_s: float           # end-to-end predicted time of the schedule
+    bound: str              # what most of the time is spent on
+
+    @property
+    def flops(self) -> int:
+        return self.tensor_flops + self.vector_flops
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.hbm_read_bytes + self.hbm_write_bytes
+
+
+@dataclass(frozen=True)
+class Prediction:
+    workload: str
+    hardware: Hardware
+    policy: str
+    launch: str
+    params: dict[str, int]
+    kernels: tuple[KernelCost, ...]
+    totals: Totals
+    notes: tuple[str, ...] = field(default=())
+    schedule: Schedule | None = field(default=None, repr=False, compare=False)
+
+
+class _Graphinfo:
+    """Per-graph facts the kernel pricing needs: op costs, view roots, consumers."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.root: dict[str, str] = {}
+        for op in graph.ops:
+            if RULES[op.kind].role is Role.VIEW:
+                self.root[op.outputs[0]] = self.root.get(op.inputs[0], op.inputs[0])
+        self.consumers: dict[str, set[int]] = {}
+        self.costs: list[OpCost] = []
+        cache: dict = {}
+        for i, op in enumerate(graph.ops):
+            for t in op.inputs:
+                self.consumers.setdefault(self.rt(t), set()).add(i)
+            ins = [graph.tensors[t] for t in op.inputs]
+            outs = [graph.tensors[t] for t in op.outputs]
+            # Repeated layers hold the same op on same-shaped tensors: price it once.
+            key = (op.kind, tuple((t.shape, t.dtype.name) for t in ins + outs),
+                   tuple(sorted((k, str(v)) for k, v in op.attrs.items())))
+            base = cache.get(key)
+            if base is None:
+                base = RULES[op.kind].cost(op, ins, outs)
+                cache[key] = (base, tuple(t.name for t in ins), tuple(t.name for t in outs))
+                self.costs.append(base)
+                continue
+            c, in_names, out_names = base
+            rename = dict(zip(in_names + out_names, op.inputs + op.outputs))
+            self.costs.append(OpCost(
+                c.tensor_flops, c.tensor_dtype, c.vector_flops,
+                tuple((rename.get(t, t), b) for t, b in c.reads),
+                tuple((rename.get(t, t), b) for t, b in c.writes),
+                c.reread_bytes, c.link_bytes, c.row_bytes, c.passes_if_spilled))
+        self.outputs = {self.rt(t) for t in graph.outputs}
+
+    def rt(self, t: str) -> str:
+        return self.root.get(t, t)
+
+
+def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> KernelCost:
+    """FLOPs, HBM bytes and busy time of one kernel (launch costs are added per schedule)."""
+    g = info.graph
+    members = set(kernel.ops)
+    made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
+    reads: dict[str, int] = {}
+    writes = 0
+    tensor_by_dtype: dict[str, int] = {}
+    vector = reread = link = 0
+    for i in kernel.ops:
+        c = info.costs[i]
+        if c.tensor_flops:
+            tensor_by_dtype[c.tensor_dtype] = tensor_by_dtype.get(c.tensor_dtype, 0) + c.tensor_flops
+        vector += c.vector_flops
+        reread += c.reread_bytes
+        link += c.link_bytes
+        extra_passes = 0
+        if c.row_bytes > hw.smem_per_sm_bytes:
+            extra_passes = c.passes_if_spilled - 1      # a row that does not fit is re-read
+        for t, b in c.reads:
+            r = info.rt(t)
+            if r not in made:
+                reads[r] = max(reads.get(r, 0), b * (1 + extra_passes))
+        for t, b in c.writes:
+            r = info.rt(t)
+            if r in info.outputs or any(j not in members for j in info.consumers.get(r, ())):
+                writes += b
+    if kernel.fusion == "attention":
+        reread += _attention_reread(info, kernel)
+    read_bytes = sum(reads.values())
+    tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items())
+    vector_s = vector / hw.vector_rate
+    compute_s = max(tensor_s, vector_s)
+    memory_s = (read_bytes + writes) / hw.hbm_rate
+    link_s = link / hw.link_rate if link else 0.0
+    ops = tuple(g.ops[i].name for i in kernel.ops)
+    return KernelCost(
+        name=kernel.name, ops=ops, kinds=tuple(g.ops[i].kind for i in kernel.ops),
+        fusion=kernel.fusion, tensor_flops=sum(tensor_by_dtype.values()),
+        tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,
+        hbm_read_bytes=read_bytes, hbm_write_bytes=writes, l2_reread_bytes=reread,
+        link_bytes=link, compute_s=compute_s, memory_s=memory_s, link_s=link_s,
+        launch_s=0.0, time_s=max(compute_s, memory_s, link_s), bound="",
+        stopped_by=kernel.stopped_by, block=g.ops[kernel.ops[0]].block)
+
+
+def _attention_reread(info: _Graphinfo, kernel: Kernel) -> int:
+    """K and V re-reads of a fused QKᵀ → softmax → ·V kernel: each block of 128 queries streams
+    all of K and V again (served by L2 when it holds them)."""
+    g = info.graph
+    first, last = g.ops[kernel.ops[0]], g.ops[kernel.ops[-1]]
+    k, v = g.tensors[first.inputs[1]], g.tensors[last.inputs[1]]
+    sq = g.tensors[first.inputs[0]].shape[-2]
+    passes = -(-sq // 128)
+    return (k.nbytes + v.nbytes) * (passes - 1)
+
+
+def _bound(compute_s: float, memory_s: float, link_s: float, launch_s: float) -> str:
+    parts = {"compute": compute_s, "memory": memory_s, "link": link_s, "launch": launch_s}
+    return max(parts, key=parts.get)
+
+
+def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Prediction:
+    """Price every kernel of `schedule` on `hw` and run the launch model. Times in seconds."""
+    if launch not in LAUNCH_MODES:
+        raise ValueError(f"launch mode must be one of {LAUNCH_MODES}")
+    info = _Graphinfo(schedule.graph)
+    priced = [price_kernel(info, k, hw) for k in schedule.kernels]
+    out: list[KernelCost] = []
+    cpu_s = gpu_s = 0.0
+    if launch == "graph":
+        cpu_s = hw.eager_dispatch_s          # one cudaGraphLaunch from Python
+        gpu_s = cpu_s
+    for kc in priced:
+        if launch == "eager":
+            cpu_s += hw.eager_dispatch_s
+            start = max(gpu_s, cpu_s)
+            launch_s = (start - gpu_s) + hw.min_kernel_s
+        else:
+            launch_s = hw.graph_launch_s
+        time_s = kc.time_s + launch_s
+        gpu_s += time_s
+        out.append(_with(kc, launch_s=launch_s, time_s=time_s,
+                         bound=_bound(kc.compute_s, kc.memory_s, kc.link_s, launch_s)))
+    if launch == "graph":
+        gpu_s = cpu_s + sum(k.time_s for k in out)
+    totals = _totals(out, gpu_s)
+    notes = schedule.notes
+    return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
+                      dict(schedule.graph.params), tuple(out), totals, notes, schedule)
+
+
+def _with(kc: KernelCost, **kw) -> KernelCost:
+    from dataclasses import replace
+    return replace(kc, **kw)
+
+
+def _totals(kernels: list[KernelCost], end_s: float) -> Totals:
+    by_bound: dict[str, float] = {}
+    for k in kernels:
+        by_bound[k.bound] = by_bound.get(k.bound, 0.0) + k.time_s
+    launch_s = sum(k.launch_s for k in kernels) + max(0.0, end_s - sum(k.time_s for k in kernels))
+    return Totals(
+        kernels=len(kernels),
+        tensor_flops=sum(k.tensor_flops for k in kernels),
+        vector_flops=sum(k.vector_flops for k in kernels),
+        hbm_read_bytes=sum(k.hbm_read_bytes for k in kernels),
+        hbm_write_bytes=sum(k.hbm_write_bytes for k in kernels),
+        link_bytes=sum(k.link_bytes for k in kernels),
+        compute_s=sum(k.compute_s for k in kernels),
+        memory_s=sum(k.memory_s for k in kernels),
+        link_s=sum(k.link_s for k in kernels),
+        launch_s=launch_s,
+        time_s=end_s,
+        bound=max(by_bound, key=by_bound.get) if by_bound else "launch",
+    )

@@ -1,0 +1,1 @@
+"""Rendering predictions: terminal tables (`table`), JSON (`jsonout`), HTML (`html`)."""

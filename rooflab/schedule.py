@@ -1,0 +1,436 @@
+"""Schedules: which ops share a kernel. A fusion policy (plain data) turns a graph into kernels.
+
+Fusion is greedy and vertical, in topological order, like Inductor's: each op tries to join the
+kernel of one of its producers. `legal()` decides with guard clauses, each "no" leaving a
+reason (Inductor's WhyNoFuse); the policy says which role may follow which. Views (reshape,
+permute) are metadata: they belong to no kernel and fusion looks through them.
+
+Built-in policies (docs/fusion.md defines them precisely):
+  unfused   one kernel per op, as eager PyTorch runs it
+  epilogue  a GEMM absorbs the pointwise ops that follow it on its output tile
+  fused     Inductor-like: pointwise chains; pointwise prologues/epilogues of reductions,
+            softmax and norms; GEMM epilogues; dequantize-in-GEMM prologues; and the
+            QKᵀ → scale → mask → softmax → ·V pattern as one FlashAttention-style kernel
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rooflab.errors import RooflabError
+from rooflab.graph import Graph
+from rooflab.hardware import Hardware
+from rooflab.ops import RULES, Role
+
+# Group "anchors": what a kernel is built around. A kernel of only pointwise ops is POINTWISE.
+_ANCHOR_ORDER = (Role.ATTENTION, Role.GEMM, Role.REDUCTION, Role.GATHER, Role.POINTWISE)
+
+
+@dataclass(frozen=True)
+class FusionPolicy:
+    """Which merges a policy allows. `edges` holds (kernel anchor, joining op role) pairs;
+    `dequant_prologue` lets a GEMM read its operand through a dequantize/cast;
+    `attention_pattern` fuses QKᵀ → softmax → ·V chains into one kernel."""
+    name: str
+    description: str
+    edges: frozenset[tuple[str, str]] = frozenset()
+    dequant_prologue: bool = False
+    attention_pattern: bool = False
+    reduction_prologue: bool = False
+
+    def allows(self, anchor: Role, role: Role) -> bool:
+        return (anchor.value, role.value) in self.edges
+
+
+_PW, _GA, _RED, _GEMM = "pointwise", "gather", "reduction", "gemm"
+POLICIES: dict[str, FusionPolicy] = {
+    "unfused": FusionPolicy("unfused", "one kernel per op, as eager PyTorch runs it"),
+    "epilogue": FusionPolicy(
+        "epilogue", "a GEMM absorbs the pointwise ops that follow it (bias, activation, scale, "
+        "residual add, cast) while its output tile is on chip",
+        edges=frozenset({(_GEMM, _PW)})),
+    "fused": FusionPolicy(
+        "fused", "Inductor-like: pointwise chains, pointwise prologues and epilogues of "
+        "reductions/softmax/norms, GEMM epilogues, dequantize inside the GEMM, and "
+        "FlashAttention-style attention",
+        edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_GEMM, _PW)}),
+        dequant_prologue=True, attention_pattern=True, reduction_prologue=True),
+}
+
+
+def load_policy(name_or_path: str) -> FusionPolicy:
+    """A built-in policy by name, or a user policy from a YAML file (docs/fusion.md)."""
+    if name_or_path in POLICIES:
+        return POLICIES[name_or_path]
+    p = Path(name_or_path)
+    if not name_or_path.endswith((".yaml", ".yml")):
+        from rooflab.yamlio import did_you_mean
+        raise RooflabError(f"unknown schedule '{name_or_path}'" + did_you_mean(name_or_path, POLICIES)
+                           + f"; built-in: {', '.join(POLICIES)} (or a policy YAML file)")
+    from pydantic import BaseModel, ConfigDict, ValidationError
+
+    from rooflab.yamlio import load_yaml, raise_first
+
+    roles = [r.value for r in Role]
+
+    class PolicyFile(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        name: str
+        description: str = ""
+        edges: list[tuple[str, str]] = []
+        dequant_prologue: bool = False
+        attention_pattern: bool = False
+        reduction_prologue: bool = False
+
+    doc = load_yaml(p, "fusion policy")
+    try:
+        spec = PolicyFile.model_validate(doc.data)
+    except ValidationError as err:
+        raise_first(err, doc)
+    for i, (a, b) in enumerate(spec.edges):
+        for r in (a, b):
+            if r not in roles:
+                raise doc.error(f"unknown role '{r}' (roles: {', '.join(roles)})", ("edges", i))
+    return FusionPolicy(spec.name, spec.description, frozenset(map(tuple, spec.edges)),
+                        spec.dequant_prologue, spec.attention_pattern, spec.reduction_prologue)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why op `op` did not join the kernel holding `into`."""
+    into: str          # an op of the kernel it could not join
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    ops: tuple[int, ...]           # indices into graph.ops, in order
+    anchor: Role
+    fusion: str = ""               # how it was formed: "", "epilogue", "pointwise", ...
+    stopped_by: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Schedule:
+    graph: Graph
+    policy: FusionPolicy
+    kernels: tuple[Kernel, ...]
+    refusals: tuple[Refusal, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+# ------------------------------------------------------------------------------------------
+class _View:
+    """Looks through view ops: maps every tensor to the tensor whose bytes it names."""
+
+    def __init__(self, graph: Graph):
+        self.root: dict[str, str] = {}
+        for op in graph.ops:
+            if RULES[op.kind].role is Role.VIEW:
+                src = op.inputs[0]
+                self.root[op.outputs[0]] = self.root.get(src, src)
+
+    def __call__(self, t: str) -> str:
+        return self.root.get(t, t)
+
+
+class _Grouper:
+    def __init__(self, graph: Graph, policy: FusionPolicy, hw: Hardware | None):
+        self.g, self.policy, self.hw = graph, policy, hw
+        self.view = _View(graph)
+        self.roles = [RULES[op.kind].role for op in graph.ops]
+        self.producer = {self.view(t): i for i, op in enumerate(graph.ops)
+                         if self.roles[i] is not Role.VIEW for t in op.outputs}
+        self.group_of: dict[int, int] = {}
+        self.groups: list[list[int]] = []
+        self.anchor: list[Role] = []
+        self.fusion: list[str] = []
+        self.deps: list[set[int]] = []
+        self.min_pos: list[int] = []
+        self.max_pos: list[int] = []
+        self.refusals: list[Refusal] = []
+
+    # -- bookkeeping ---------------------------------------------------------------------
+    def _new(self, ops: list[int], anchor: Role, fusion: str = "") -> int:
+        gid = len(self.groups)
+        self.groups.append([])
+        self.anchor.append(anchor)
+        self.fusion.append(fusion)
+        self.deps.append(set())
+        self.min_pos.append(ops[0])
+        self.max_pos.append(ops[0])
+        for i in ops:
+            self._add(gid, i)
+        return gid
+
+    def _add(self, gid: int, i: int) -> None:
+        self.groups[gid].append(i)
+        self.group_of[i] = gid
+        self.min_pos[gid] = min(self.min_pos[gid], i)
+        self.max_pos[gid] = max(self.max_pos[gid], i)
+        for t in self.g.ops[i].inputs:
+            p = self.producer.get(self.view(t))
+            if p is not None and p in self.group_of and self.group_of[p] != gid:
+                self.deps[gid].add(self.group_of[p])
+
+    def _depends_on(self, h: int, g: int) -> bool:
+        """Does group h (transitively) read from group g?"""
+        stack, seen = [h], {h}
+        while stack:
+            x = stack.pop()
+            for d in self.deps[x]:
+                if d == g:
+                    return True
+                if d not in seen and self.max_pos[d] >= self.min_pos[g]:
+                    seen.add(d)
+                    stack.append(d)
+        return False
+
+    def _numel(self, t: str) -> int:
+        return self.g.tensors[t].numel
+
+    # -- legality: every "no" says why -----------------------------------------------------
+    def legal(self, gid: int, i: int) -> str | None:
+        op = self.g.ops[i]
+        role = self.roles[i]
+        anchor = self.anchor[gid]
+        if op.data_dependent:
+            return f"{op.name} is data-dependent control flow"
+        if role is Role.COLLECTIVE:
+            return f"{op.name} is a collective ({op.kind}): it runs on the interconnect"
+        if role is Role.OPAQUE:
+            return f"{op.name} is an opaque library call"
+        if self.fusion[gid] == "attention":
+            return "a FlashAttention-style kernel takes no epilogue here"
+        if anchor in (Role.COLLECTIVE, Role.OPAQUE, Role.ATTENTION):
+            return f"{self.g.ops[self.groups[gid][0]].name} is a fusion barrier ({anchor.value})"
+        if role is Role.GEMM:
+            return self._gemm_prologue(gid, i)
+        if role is Role.ATTENTION:
+            return "attention kernels take no prologue"
+        if role is Role.REDUCTION:
+            if anchor is Role.GEMM:
+                return (f"{op.name} needs a whole row ({op.kind}); a GEMM epilogue sees one tile")
+            if anchor is Role.REDUCTION:
+                return "one reduction per kernel"
+            if not self.policy.reduction_prologue:
+                return f"policy '{self.policy.name}' fuses no reduction prologues"
+            spill = self._row_spills(i)
+            if spill:
+                return spill
+            return self._same_space(gid, i, self.g.ops[i].inputs[0])
+        # pointwise or gather joining
+        if not self.policy.allows(anchor, role if role is not Role.GATHER else Role.POINTWISE):
+            return f"policy '{self.policy.name}' does not fuse {role.value} into a {anchor.value} kernel"
+        if anchor is Role.REDUCTION:
+            red = next(j for j in self.groups[gid] if self.roles[j] is Role.REDUCTION)
+            spill = self._row_spills(red)
+            if spill:
+                return spill
+        if anchor is Role.GEMM:
+            gemm = next(j for j in self.groups[gid] if self.roles[j] is Role.GEMM)
+            out = self.g.ops[gemm].outputs[0]
+            if self._numel(op.outputs[0]) != self._numel(out):
+                return (f"{op.name} is not elementwise over the GEMM output "
+                        f"({self._numel(op.outputs[0])} vs {self._numel(out)} elements)")
+            return None
+        return self._same_space(gid, i, op.outputs[0])
+
+    def _same_space(self, gid: int, i: int, tensor: str) -> str | None:
+        """Pointwise work fuses when it iterates over the same number of elements."""
+        n = self._numel(tensor)
+        sizes = {self._numel(t) for j in self.groups[gid] for t in self.g.ops[j].outputs}
+        if self.anchor[gid] is Role.REDUCTION:
+            sizes |= {self._numel(self.g.ops[j].inputs[0]) for j in self.groups[gid]
+                      if self.roles[j] is Role.REDUCTION}
+        if n in sizes:
+            return None
+        return f"{self.g.ops[i].name} iterates over {n} elements, the kernel over {max(sizes)}"
+
+    def _row_spills(self, i: int) -> str | None:
+        if self.hw is None:
+            return None
+        from rooflab.ops import RULES as R
+        op = self.g.ops[i]
+        c = R[op.kind].cost(op, [self.g.tensors[t] for t in op.inputs],
+                            [self.g.tensors[t] for t in op.outputs])
+        if c.row_bytes > self.hw.smem_per_sm_bytes:
+            return (f"{op.name}'s row ({c.row_bytes // 1024} KiB in fp32) does not fit in "
+                    f"{int(self.hw.smem_per_sm_bytes) // 1024} KiB of shared memory: multi-pass")
+        return None
+
+    def _gemm_prologue(self, gid: int, i: int) -> str | None:
+        if not self.policy.dequant_prologue:
+            return f"policy '{self.policy.name}' fuses nothing into a GEMM's operands"
+        ops = [self.g.ops[j] for j in self.groups[gid]]
+        if any(o.kind not in ("dequantize", "cast") for o in ops):
+            return "a GEMM operand is fused only through a dequantize/cast prologue"
+        for o in ops:
+            if o.attrs.get("fallback"):
+                src = self.g.tensors[o.inputs[0]].dtype.name
+                hw = self.hw.name if self.hw else "this GPU"
+                return f"{hw} has no GEMM kernel that reads {src}: the dequantized copy is written"
+            src = self.g.tensors[o.inputs[0]].dtype
+            if o.kind == "dequantize" and not src.is_float and self.hw is not None \
+                    and src.name not in self.hw.weight_only_gemm:
+                return f"{self.hw.name} has no fused {src.name} dequant-in-GEMM kernel"
+        return None
+
+    # -- the attention pattern ------------------------------------------------------------
+    def _attention_groups(self) -> None:
+        """Find matmul(q, kᵀ) → pointwise* → softmax → pointwise* → matmul(·, v) chains whose
+        intermediates nothing else reads, and make each one kernel."""
+        consumers: dict[str, list[int]] = {}
+        for j, op in enumerate(self.g.ops):
+            if self.roles[j] is not Role.VIEW:
+                for t in op.inputs:
+                    consumers.setdefault(self.view(t), []).append(j)
+        outs = {self.view(t) for t in self.g.outputs}
+
+        def only_consumer(j: int) -> int | None:
+            out = self.view(self.g.ops[j].outputs[0])
+            cs = consumers.get(out, [])
+            return cs[0] if len(cs) == 1 and out not in outs else None
+
+        for i, op in enumerate(self.g.ops):
+            if op.kind != "matmul" or i in self.group_of:
+                continue
+            chain, j, seen_softmax = [i], only_consumer(i), False
+            while j is not None and j not in self.group_of:
+                k = self.g.ops[j].kind
+                if k == "softmax" and not seen_softmax:
+                    seen_softmax = True
+                elif k == "matmul" and seen_softmax and \
+                        self.view(self.g.ops[j].inputs[0]) == self.view(self.g.ops[chain[-1]].outputs[0]):
+                    chain.append(j)
+                    self._new(sorted(chain), Role.ATTENTION, "attention")
+                    break
+                elif self.roles[j] is not Role.POINTWISE:
+                    break
+                chain.append(j)
+                j = only_consumer(j)
+
+    # -- the greedy pass --------------------------------------------------------------------
+    def run(self) -> list[int]:
+        if self.policy.attention_pattern:
+            self._attention_groups()
+        order = []
+        for i, op in enumerate(self.g.ops):
+            if self.roles[i] is Role.VIEW:
+                continue
+            if i in self.group_of:
+                gid = self.group_of[i]
+                if gid not in order:
+                    order.append(gid)
+                continue
+            gid = self._try_join(i)
+            if gid is None:
+                gid = self._new([i], self._anchor_of(i))
+                order.append(gid)
+        return order
+
+    def _anchor_of(self, i: int) -> Role:
+        role = self.roles[i]
+        return role
+
+    def _try_join(self, i: int) -> int | None:
+        op = self.g.ops[i]
+        cands: list[tuple[int, int]] = []     # (bytes shared, gid)
+        for t in op.inputs:
+            p = self.producer.get(self.view(t))
+            if p is None:
+                continue
+            gid = self.group_of[p]
+            cands.append((self.g.tensors[t].nbytes, gid))
+        if not cands or not any(self.policy.edges) and not self.policy.dequant_prologue:
+            return None
+        # Inductor's score: prefer the producer whose kernel shares the most bytes.
+        cands.sort(key=lambda c: (-c[0], c[1]))
+        tried = set()
+        for _, gid in cands:
+            if gid in tried:
+                continue
+            tried.add(gid)
+            why = self.legal(gid, i)
+            if why is None:
+                others = {g for _, g in cands if g != gid}
+                if any(self._depends_on(h, gid) for h in others):
+                    why = "joining would make a cycle between kernels"
+            if why is None:
+                self._join(gid, i)
+                return gid
+            self.refusals.append(Refusal(self.g.ops[self.groups[gid][-1]].name, op.name, why))
+        return None
+
+    def _join(self, gid: int, i: int) -> None:
+        role = self.roles[i]
+        old = self.anchor[gid]
+        self._add(gid, i)
+        if role is Role.GEMM or (role is Role.REDUCTION and old in (Role.POINTWISE, Role.GATHER)):
+            self.anchor[gid] = role
+            self.fusion[gid] = "dequant-in-GEMM" if role is Role.GEMM else "reduction prologue"
+        elif old is Role.GEMM:
+            self.fusion[gid] = self.fusion[gid] or "epilogue"
+            if self.fusion[gid] == "dequant-in-GEMM":
+                self.fusion[gid] = "dequant-in-GEMM + epilogue"
+        elif old is Role.REDUCTION:
+            self.fusion[gid] = "reduction + epilogue" if "prologue" not in self.fusion[gid] \
+                else "reduction prologue + epilogue"
+        elif not self.fusion[gid]:
+            self.fusion[gid] = "pointwise"
+
+
+def _topological(gr: _Grouper, gids: list[int]) -> list[int]:
+    """Kernels in an order that runs every producer first (a kernel may have absorbed an op
+    that reads a later kernel's output); ties keep the graph's order."""
+    import heapq
+    indeg = {g: 0 for g in gids}
+    users: dict[int, list[int]] = {g: [] for g in gids}
+    for g in gids:
+        for d in gr.deps[g]:
+            users[d].append(g)
+            indeg[g] += 1
+    ready = [(gr.min_pos[g], g) for g in gids if indeg[g] == 0]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, g = heapq.heappop(ready)
+        out.append(g)
+        for u in users[g]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(ready, (gr.min_pos[u], u))
+    assert len(out) == len(gids), "fusion produced a cycle between kernels"
+    return out
+
+
+def kernel_name(graph: Graph, ops: tuple[int, ...]) -> str:
+    names = [graph.ops[i].name for i in ops]
+    if len(names) == 1:
+        return names[0]
+    block = graph.ops[ops[0]].block
+    short = [n[len(block) + 1:] if block and n.startswith(block + ".") else n for n in names]
+    return (block + "." if block else "") + "+".join(short)
+
+
+def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | None = None,
+          notes: tuple[str, ...] = ()) -> Schedule:
+    """Group `graph`'s ops into kernels under `policy`. `hw` supplies on-chip capacity and
+    which fused dequant kernels exist; without it those checks are skipped."""
+    if isinstance(policy, str):
+        policy = load_policy(policy)
+    gr = _Grouper(graph, policy, hw)
+    order = _topological(gr, gr.run())
+    refusals_by_op: dict[str, list[str]] = {}
+    for r in gr.refusals:
+        refusals_by_op.setdefault(r.into, []).append(f"{r.op}: {r.reason}")
+    kernels = []
+    for gid in order:
+        ops = tuple(sorted(gr.groups[gid]))
+        names = {graph.ops[i].name for i in ops}
+        stopped = tuple(s for n in names for s in refusals_by_op.get(n, ()))
+        kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped))
+    return Schedule(graph, policy, tuple(kernels), tuple(gr.refusals), notes)
