@@ -1,0 +1,32 @@
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rooflab import api, hardware
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def h200():
+    return hardware.load("h200")
+
+
+@pytest.fixture
+def write_yaml(tmp_path):
+    """Write a dedented YAML string to a file and return its path."""
+    def _write(text: str, name: str = "w.yaml") -> Path:
+        p = tmp_path / name
+        p.write_text(textwrap.dedent(text))
+        return p
+    return _write
+
+
+@pytest.fixture
+def unfused(write_yaml, h200):
+    """Price a small workload unfused on the H200; returns {op name: KernelCost}."""
+    def _run(text: str, hw=None):
+        pred = api.predict(write_yaml(text), hw or h200, "unfused", "graph")
+        return {k.name: k for k in pred.kernels}
+    return _run

@@ -1,0 +1,102 @@
+"""Predicted times worked out by hand from the H200 spec's numbers (hardware_specs/h200.yaml):
+bf16 989.4 TFLOP/s x 0.80, fp8 1978.9 x 0.69, HBM 4.8 TB/s x 0.89, eager dispatch 11 µs,
+graph launch 1.3 µs per kernel, minimum kernel 2 µs."""
+
+import pytest
+
+from rooflab import api
+
+BF16_RATE = 989.4e12 * 0.80
+FP8_RATE = 1978.9e12 * 0.69
+HBM_RATE = 4.8e12 * 0.89
+DISPATCH, GRAPH, MIN_KERNEL = 11e-6, 1.3e-6, 2e-6
+
+
+def _predict(write_yaml, text, launch="graph", hw="h200", schedule="unfused"):
+    return api.predict(write_yaml(text), hw, schedule, launch)
+
+
+def test_big_bf16_gemm_is_compute_bound(write_yaml):
+    n = 8192
+    p = _predict(write_yaml, f"""
+        name: t
+        tensors: {{a: {{shape: [{n}, {n}], dtype: bf16}}, b: {{shape: [{n}, {n}], dtype: bf16}}}}
+        ops: [{{kind: matmul, name: mm, inputs: [a, b], outputs: [c]}}]
+    """)
+    k = p.kernels[0]
+    assert k.compute_s == pytest.approx(2 * n**3 / BF16_RATE, rel=1e-12)      # 1.389 ms
+    assert k.memory_s == pytest.approx(3 * n * n * 2 / HBM_RATE, rel=1e-12)   # 94.3 µs
+    assert k.bound == "compute"
+    assert k.time_s == pytest.approx(2 * n**3 / BF16_RATE + GRAPH, rel=1e-12)
+    assert p.totals.time_s == pytest.approx(DISPATCH + k.time_s, rel=1e-12)
+    assert k.intensity == pytest.approx(2 * n**3 / (3 * n * n * 2))        # n/3 FLOP/B
+
+
+def test_big_add_is_memory_bound(write_yaml):
+    n = 1 << 26
+    p = _predict(write_yaml, f"""
+        name: t
+        tensors: {{x: {{shape: [{n}], dtype: bf16}}, y: {{shape: [{n}], dtype: bf16}}}}
+        ops: [{{kind: add, name: add, inputs: [x, y], outputs: [z]}}]
+    """)
+    k = p.kernels[0]
+    assert k.memory_s == pytest.approx(3 * 2 * n / HBM_RATE, rel=1e-12)        # 94.25 µs
+    assert k.bound == "memory"
+    assert k.time_s == pytest.approx(3 * 2 * n / HBM_RATE + GRAPH, rel=1e-12)
+
+
+def test_fp8_gemm_uses_fp8_peak_and_its_efficiency(write_yaml):
+    n = 8192
+    p = _predict(write_yaml, f"""
+        name: t
+        tensors: {{a: {{shape: [{n}, {n}], dtype: fp8}}, b: {{shape: [{n}, {n}], dtype: fp8}}}}
+        ops: [{{kind: qmatmul, name: mm, inputs: [a, b], outputs: [c]}}]
+    """)
+    assert p.kernels[0].compute_s == pytest.approx(2 * n**3 / FP8_RATE, rel=1e-12)
+
+
+def test_eager_tiny_kernels_wait_for_the_cpu(write_yaml):
+    # Ten dependent 1 kB relus: the GPU finishes each long before the CPU issues the next,
+    # so the step takes ten dispatches plus the last kernel's own time.
+    ops = "\n".join(f"  - {{kind: relu, name: r{i}, inputs: [x{i}], outputs: [x{i + 1}]}}"
+                    for i in range(10))
+    p = _predict(write_yaml, "name: t\ntensors: {x0: {shape: [256], dtype: fp32}}\nops:\n" + ops,
+                 launch="eager")
+    last = p.kernels[-1]
+    busy = last.memory_s                       # 2 kB over HBM
+    assert busy == pytest.approx(2048 / HBM_RATE)
+    assert p.totals.time_s == pytest.approx(10 * DISPATCH + busy + MIN_KERNEL, rel=1e-9)
+    assert all(k.bound == "launch" for k in p.kernels)
+    assert p.totals.bound == "launch"
+    # the same step replayed as a CUDA graph: one dispatch, then 1.3 µs per kernel
+    g = _predict(write_yaml, "name: t\ntensors: {x0: {shape: [256], dtype: fp32}}\nops:\n" + ops,
+                 launch="graph")
+    assert g.totals.time_s == pytest.approx(DISPATCH + 10 * (busy + GRAPH), rel=1e-9)
+
+
+def test_eager_long_kernels_hide_dispatch(write_yaml):
+    # Two 94 µs adds: the CPU issues the second while the first runs; only the first waits.
+    n = 1 << 26
+    p = _predict(write_yaml, f"""
+        name: t
+        tensors: {{x: {{shape: [{n}], dtype: bf16}}, y: {{shape: [{n}], dtype: bf16}}}}
+        ops:
+          - {{kind: add, name: a1, inputs: [x, y], outputs: [z]}}
+          - {{kind: add, name: a2, inputs: [z, y], outputs: [w]}}
+    """, launch="eager")
+    busy = 3 * 2 * n / HBM_RATE
+    assert p.totals.time_s == pytest.approx(DISPATCH + 2 * (busy + MIN_KERNEL), rel=1e-9)
+    assert p.kernels[1].launch_s == pytest.approx(MIN_KERNEL)
+
+
+def test_all_reduce_priced_on_the_link(write_yaml):
+    size = 64 * 8192 * 2
+    p = _predict(write_yaml, """
+        name: t
+        tensors: {x: {shape: [64, 8192], dtype: bf16}}
+        ops: [{kind: all_reduce, name: ar, inputs: [x], outputs: [y], world_size: 8}]
+    """)
+    k = p.kernels[0]
+    assert k.link_bytes == 2 * 7 * size // 8
+    assert k.link_s == pytest.approx(2 * 7 / 8 * size / (450e9 * 0.84), rel=1e-12)
+    assert k.bound == "link"
