@@ -388,6 +388,18 @@ def load_file(path: str | Path, overrides: dict[str, int] | None = None) -> Grap
     return _Builder(spec, doc, params).build()
 
 
+def load_dict(data: dict, overrides: dict[str, int] | None = None,
+              source: str = "<dict>") -> Graph:
+    """Build a workload from an already-parsed mapping (the YAML file's structure)."""
+    doc = Located(data, None, source)
+    try:
+        spec = WorkloadFile.model_validate(data)
+    except ValidationError as err:
+        raise_first(err, doc)
+    params = resolve_params(spec.params, overrides or {}, doc)
+    return _Builder(spec, doc, params).build()
+
+
 def load(name_or_path: str, overrides: dict[str, int] | None = None) -> Graph:
     """A workload by path, or by the stem of a bundled file in workloads/."""
     p = Path(name_or_path)
