@@ -114,37 +114,22 @@ class _Graphinfo:
             if RULES[op.kind].role is Role.VIEW:
                 self.root[op.outputs[0]] = self.root.get(op.inputs[0], op.inputs[0])
         self.consumers: dict[str, set[int]] = {}
+        tensors = graph.tensors
         self.costs: list[OpCost] = []
-        cache: dict = {}
-        for i, op in enumerate(graph.ops):
+        for op in graph.ops:
             for t in op.inputs:
-                self.consumers.setdefault(self.rt(t), set()).add(i)
-            ins = [graph.tensors[t] for t in op.inputs]
-            outs = [graph.tensors[t] for t in op.outputs]
-            # Repeated layers hold the same op on same-shaped tensors: price it once.
-            key = (op.kind, tuple((t.shape, t.dtype.name) for t in ins + outs),
-                   tuple(sorted((k, str(v)) for k, v in op.attrs.items())))
-            base = cache.get(key)
-            if base is None:
-                base = RULES[op.kind].cost(op, ins, outs)
-                cache[key] = (base, tuple(t.name for t in ins), tuple(t.name for t in outs))
-                self.costs.append(base)
-                continue
-            c, in_names, out_names = base
-            rename = dict(zip(in_names + out_names, op.inputs + op.outputs))
-            self.costs.append(OpCost(
-                c.tensor_flops, c.tensor_dtype, c.vector_flops,
-                tuple((rename.get(t, t), b) for t, b in c.reads),
-                tuple((rename.get(t, t), b) for t, b in c.writes),
-                c.reread_bytes, c.link_bytes, c.row_bytes, c.passes_if_spilled))
+                self.consumers.setdefault(self.rt(t), set()).add(len(self.costs))
+            self.costs.append(RULES[op.kind].cost(op, [tensors[t] for t in op.inputs],
+                                                  [tensors[t] for t in op.outputs]))
         self.outputs = {self.rt(t) for t in graph.outputs}
 
     def rt(self, t: str) -> str:
         return self.root.get(t, t)
 
 
-def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> KernelCost:
-    """FLOPs, HBM bytes and busy time of one kernel (launch costs are added per schedule)."""
+def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
+    """KernelCost fields of one kernel: FLOPs, HBM bytes and busy time (`time_s`); the launch
+    model of the schedule adds launch_s and the bound."""
     g = info.graph
     members = set(kernel.ops)
     made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
@@ -179,14 +164,13 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> KernelCost:
     memory_s = (read_bytes + writes) / hw.hbm_rate
     link_s = link / hw.link_rate if link else 0.0
     ops = tuple(g.ops[i].name for i in kernel.ops)
-    return KernelCost(
+    return dict(
         name=kernel.name, ops=ops, kinds=tuple(g.ops[i].kind for i in kernel.ops),
         fusion=kernel.fusion, tensor_flops=sum(tensor_by_dtype.values()),
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,
         hbm_read_bytes=read_bytes, hbm_write_bytes=writes, l2_reread_bytes=reread,
         link_bytes=link, compute_s=compute_s, memory_s=memory_s, link_s=link_s,
-        launch_s=0.0, time_s=max(compute_s, memory_s, link_s), bound="",
-        stopped_by=kernel.stopped_by, block=g.ops[kernel.ops[0]].block)
+        time_s=max(compute_s, memory_s, link_s), stopped_by=kernel.stopped_by, block=g.ops[kernel.ops[0]].block)
 
 
 def _attention_reread(info: _Graphinfo, kernel: Kernel) -> int:
@@ -217,27 +201,23 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
         cpu_s = hw.eager_dispatch_s          # one cudaGraphLaunch from Python
         gpu_s = cpu_s
     for kc in priced:
+        busy = kc.pop("time_s")
         if launch == "eager":
             cpu_s += hw.eager_dispatch_s
             start = max(gpu_s, cpu_s)
             launch_s = (start - gpu_s) + hw.min_kernel_s
         else:
             launch_s = hw.graph_launch_s
-        time_s = kc.time_s + launch_s
+        time_s = busy + launch_s
         gpu_s += time_s
-        out.append(_with(kc, launch_s=launch_s, time_s=time_s,
-                         bound=_bound(kc.compute_s, kc.memory_s, kc.link_s, launch_s)))
+        out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s,
+                              bound=_bound(kc["compute_s"], kc["memory_s"], kc["link_s"], launch_s)))
     if launch == "graph":
         gpu_s = cpu_s + sum(k.time_s for k in out)
     totals = _totals(out, gpu_s)
     notes = schedule.notes
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
                       dict(schedule.graph.params), tuple(out), totals, notes, schedule)
-
-
-def _with(kc: KernelCost, **kw) -> KernelCost:
-    from dataclasses import replace
-    return replace(kc, **kw)
 
 
 def _totals(kernels: list[KernelCost], end_s: float) -> Totals:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -26,11 +27,15 @@ def evaluate(expr: int | str, params: dict[str, int]) -> int:
         raise ExprError(f"expected an integer, got {expr}")
     if not isinstance(expr, str):
         raise ExprError(f"expected an integer or expression, got {expr!r}")
+    return _eval(_parse(expr), params, expr)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(expr: str) -> ast.expr:
     try:
-        tree = ast.parse(expr, mode="eval")
+        return ast.parse(expr, mode="eval").body
     except SyntaxError:
         raise ExprError(f"cannot parse expression '{expr}'") from None
-    return _eval(tree.body, params, expr)
 
 
 def _eval(node, params, src):

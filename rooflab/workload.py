@@ -126,6 +126,8 @@ class _Builder:
         self.raw_ops: list[tuple[OpSpec, tuple, dict[str, Any], str, tuple[str, ...], tuple[str, ...]]] = []
         self.produced: dict[str, int] = {}
         self.op_names: set[str] = set()
+        self._parsed: dict[int, list] = {}
+        self._lines: dict[tuple, int | None] = {}
 
     # -- expansion ---------------------------------------------------------------------
     def expand(self) -> None:
@@ -143,15 +145,9 @@ class _Builder:
             g = prefix + name
             self.declared[g] = (ts, tensors_loc + (name,))
             names[name] = g
-        parsed = []
-        for i, item in enumerate(items):
-            iloc = loc + (i,)
-            if not isinstance(item, dict):
-                raise _err(self.doc, "expected a mapping (an op or a repeat block)", iloc)
-            if "repeat" in item:
-                parsed.append(("repeat", self._validate(RepeatSpec, item, iloc), iloc))
-            else:
-                parsed.append(("op", self._validate_op(item, iloc), iloc))
+        parsed = self._parsed.get(id(items))
+        if parsed is None:
+            parsed = self._parsed[id(items)] = self._parse_items(items, loc)
         # Outputs of this scope's ops are visible to every op of the scope (forward references
         # are allowed, so a cycle is reported as a cycle, not as an unknown name).
         for what, spec, iloc in parsed:
@@ -164,6 +160,19 @@ class _Builder:
             else:
                 self._op(spec, iloc, names, prefix, block)
         return names
+
+    def _parse_items(self, items, loc) -> list:
+        """Validate a scope's raw op mappings (once, however often a repeat runs them)."""
+        parsed = []
+        for i, item in enumerate(items):
+            iloc = loc + (i,)
+            if not isinstance(item, dict):
+                raise _err(self.doc, "expected a mapping (an op or a repeat block)", iloc)
+            if "repeat" in item:
+                parsed.append(("repeat", self._validate(RepeatSpec, item, iloc), iloc))
+            else:
+                parsed.append(("op", self._validate_op(item, iloc), iloc))
+        return parsed
 
     def _repeat(self, spec: RepeatSpec, loc, names: dict[str, str], prefix: str, block: str):
         try:
@@ -274,8 +283,10 @@ class _Builder:
                 want = str(lo) if lo == hi else f"{lo} to {hi}"
                 raise _err(self.doc, f"{spec.kind} takes {want} inputs, got {len(ins)}",
                            loc + ("inputs",), place=f"op {name}")
-            op = Op(name, spec.kind, ins, outs, attrs, block, self.doc.line_of(loc),
-                    spec.data_dependent)
+            line = self._lines.get(loc, -1)
+            if line == -1:
+                line = self._lines[loc] = self.doc.line_of(loc)
+            op = Op(name, spec.kind, ins, outs, attrs, block, line, spec.data_dependent)
             in_t = [tensors[t] for t in ins]
             if spec.kind == "opaque":
                 inferred = None

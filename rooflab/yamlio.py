@@ -61,8 +61,7 @@ def load_yaml(path: str | Path, what: str) -> Located:
     if not text.strip():
         raise RooflabError(f"empty file, expected a {what} YAML file", file=name)
     try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text)
+        data, node = _parse(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
@@ -72,6 +71,20 @@ def load_yaml(path: str | Path, what: str) -> Located:
         raise RooflabError(f"expected a mapping at the top of the {what} file, "
                            f"got {type(data).__name__}", file=name, line=1)
     return Located(data, node, name)
+
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when present: ~10x faster
+
+
+def _parse(text: str):
+    """Compose the node tree once (it keeps line marks) and build the data from it."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+    return data, node
 
 
 def format_loc(loc: tuple) -> str:
