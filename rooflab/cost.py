@@ -117,8 +117,9 @@ class _Graphinfo:
         tensors = graph.tensors
         self.costs: list[OpCost] = []
         for op in graph.ops:
-            for t in op.inputs:
-                self.consumers.setdefault(self.rt(t), set()).add(len(self.costs))
+            if RULES[op.kind].role is not Role.VIEW:   # a view's readers count, not the view
+                for t in op.inputs:
+                    self.consumers.setdefault(self.rt(t), set()).add(len(self.costs))
             self.costs.append(RULES[op.kind].cost(op, [tensors[t] for t in op.inputs],
                                                   [tensors[t] for t in op.outputs]))
         self.outputs = {self.rt(t) for t in graph.outputs}
@@ -214,16 +215,25 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
                               bound=_bound(kc["compute_s"], kc["memory_s"], kc["link_s"], launch_s)))
     if launch == "graph":
         gpu_s = cpu_s + sum(k.time_s for k in out)
-    totals = _totals(out, gpu_s)
+    # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
+    overhead_s = hw.min_kernel_s if launch == "eager" else hw.graph_launch_s
+    gpu_work_s = sum(max(p["compute_s"], p["memory_s"], p["link_s"])
+                     for p in priced) + overhead_s * len(priced)
+    totals = _totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s)
     notes = schedule.notes
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
                       dict(schedule.graph.params), tuple(out), totals, notes, schedule)
 
 
-def _totals(kernels: list[KernelCost], end_s: float) -> Totals:
-    by_bound: dict[str, float] = {}
+def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
+    """Sums over kernels. The schedule's bound: `launch` when the CPU's dispatch is the critical
+    path (it issues the last kernel no sooner than the GPU could run all of them); otherwise the
+    bound that holds most of the time, each kernel's busy time counted under its own bound."""
+    by_bound: dict[str, float] = {"launch": 0.0}
     for k in kernels:
-        by_bound[k.bound] = by_bound.get(k.bound, 0.0) + k.time_s
+        kb = _bound(k.compute_s, k.memory_s, k.link_s, 0.0)
+        by_bound[kb] = by_bound.get(kb, 0.0) + max(k.compute_s, k.memory_s, k.link_s)
+        by_bound["launch"] += k.launch_s
     launch_s = sum(k.launch_s for k in kernels) + max(0.0, end_s - sum(k.time_s for k in kernels))
     return Totals(
         kernels=len(kernels),
@@ -237,5 +247,5 @@ def _totals(kernels: list[KernelCost], end_s: float) -> Totals:
         link_s=sum(k.link_s for k in kernels),
         launch_s=launch_s,
         time_s=end_s,
-        bound=max(by_bound, key=by_bound.get) if by_bound else "launch",
+        bound="launch" if cpu_bound or not kernels else max(by_bound, key=by_bound.get),
     )

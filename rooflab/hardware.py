@@ -151,6 +151,9 @@ class Hardware:
 
     def tensor_rate(self, family: str) -> float:
         """Achievable tensor-core FLOP/s for a dtype family (peak times efficiency)."""
+        if family not in self.tensor_flops_per_s:
+            raise RooflabError(f"{self.name} has no {family} tensor-core path; lower the graph "
+                               "first (rooflab.lowering.lower) so it is priced as its fallback")
         eff = self.tensor_efficiency_by_dtype.get(family, self.tensor_efficiency)
         return self.tensor_flops_per_s[family] * eff
 

@@ -481,8 +481,8 @@ class _Opaque:
         flops = int(op.attrs.get("flops", 0))
         total = int(op.attrs.get("bytes", 0))
         fam = op.attrs.get("tensor_dtype")
-        # The declared bytes are the op's whole HBM traffic; attribute them to its tensors
-        # (reads first) so fusion bookkeeping stays consistent, remainder as a pseudo read.
+        # The declared bytes are the op's whole HBM traffic, carried as one read of a pseudo
+        # tensor named after the op (an opaque op never shares a kernel, so nothing dedupes it).
         return OpCost(tensor_flops=flops if fam else 0, tensor_dtype=fam,
                       vector_flops=0 if fam else flops,
                       reads=((f"{op.name}:traffic", total),), writes=())

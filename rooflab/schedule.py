@@ -203,6 +203,9 @@ class _Grouper:
             return f"{op.name} is a collective ({op.kind}): it runs on the interconnect"
         if role is Role.OPAQUE:
             return f"{op.name} is an opaque library call"
+        dep = next((self.g.ops[j].name for j in self.groups[gid] if self.g.ops[j].data_dependent), None)
+        if dep:
+            return f"{dep} is data-dependent control flow"
         if self.fusion[gid] == "attention":
             return "a FlashAttention-style kernel takes no epilogue here"
         if anchor in (Role.COLLECTIVE, Role.OPAQUE, Role.ATTENTION):

@@ -1,0 +1,200 @@
+"""Fusion policies on the example workloads: kernel groupings, bytes and launches saved (worked
+out by hand), refusal reasons, and the textbook cases."""
+
+import pytest
+
+from rooflab import api, compare, schedule
+
+W = "workloads/"
+
+
+def kernels(pred):
+    return [k.ops for k in pred.kernels]
+
+
+def test_gemm_bias_gelu_residual_epilogue(h200):
+    m = n = k = 4096
+    e = m * n * 2                                   # one bf16 [4096, 4096] tensor, bytes
+    unf = api.predict(W + "gemm_bias_gelu_residual.yaml", h200, "unfused", "graph")
+    assert kernels(unf) == [("gemm",), ("bias",), ("gelu",), ("residual",)]
+    # gemm 2E read + E write; bias E + 2N read, E write; gelu E + E; residual 2E + E
+    assert unf.totals.hbm_bytes == 10 * e + 2 * n
+    for policy in ("epilogue", "fused"):
+        fus = api.predict(W + "gemm_bias_gelu_residual.yaml", h200, policy, "graph")
+        assert kernels(fus) == [("gemm", "bias", "gelu", "residual")]
+        assert fus.kernels[0].fusion == "epilogue"
+        # read x, w, bias, residual once; write y once
+        assert fus.totals.hbm_bytes == 4 * e + 2 * n
+        assert fus.totals.tensor_flops == unf.totals.tensor_flops == 2 * m * n * k
+        assert fus.totals.vector_flops == unf.totals.vector_flops
+        c = compare.compare(unf, fus)
+        assert (c.hbm_bytes_saved, c.launches_saved) == (6 * e, 3)
+        assert c.fusions[0].hbm_bytes_saved == 6 * e and c.fusions[0].launches_saved == 3
+
+
+def test_gemm_relu_add_gains_from_epilogue_and_keeps_flops(write_yaml, h200):
+    path = write_yaml("""
+        name: gemm_relu_add
+        params: {M: 2048, N: 2048, K: 2048}
+        tensors:
+          x: {shape: [M, K], dtype: bf16}
+          w: {shape: [K, N], dtype: bf16}
+          r: {shape: [M, N], dtype: bf16}
+        ops:
+          - {kind: matmul, name: mm, inputs: [x, w], outputs: [y]}
+          - {kind: relu, name: relu, inputs: [y], outputs: [z]}
+          - {kind: add, name: add, inputs: [z, r], outputs: [out]}
+    """)
+    for launch in ("eager", "graph"):
+        unf = api.predict(path, h200, "unfused", launch)
+        epi = api.predict(path, h200, "epilogue", launch)
+        assert epi.totals.time_s < unf.totals.time_s
+        assert epi.totals.flops == unf.totals.flops
+        e = 2048 * 2048 * 2
+        # relu: read y, write z (2E); add: read z, r, write out (3E); gemm's write of y stays
+        # in the tile: saved y write + relu's 2E + add's read of z = 4E
+        assert unf.totals.hbm_bytes - epi.totals.hbm_bytes == 4 * e
+        assert unf.totals.kernels - epi.totals.kernels == 2
+
+
+def test_pointwise_chain_fuses_to_one_kernel(h200):
+    b, s, d = 8, 2048, 4096
+    e = b * s * d * 2
+    unf = api.predict(W + "pointwise_chain.yaml", h200, "unfused")
+    assert unf.totals.kernels == 5
+    # scale 2E, bias 2E + 2D, gelu 2E, gate 3E, residual 3E
+    assert unf.totals.hbm_bytes == 12 * e + 2 * d
+    epi = api.predict(W + "pointwise_chain.yaml", h200, "epilogue")
+    assert epi.totals.kernels == 5                  # no GEMM: nothing for `epilogue` to do
+    fus = api.predict(W + "pointwise_chain.yaml", h200, "fused")
+    assert kernels(fus) == [("scale", "bias", "gelu", "gate", "residual")]
+    assert fus.totals.hbm_bytes == 4 * e + 2 * d     # x, gate, residual, bias in; y out
+
+
+def test_residual_add_fuses_into_rmsnorm_prologue(h200):
+    t, d = 16384, 4096
+    e = t * d * 2
+    fus = api.predict(W + "rmsnorm.yaml", h200, "fused")
+    assert kernels(fus) == [("residual_add", "rmsnorm")]
+    assert fus.kernels[0].fusion == "reduction prologue"
+    # h is a workload output, so it is still written once: x, residual, weight in; h, y out
+    assert fus.totals.hbm_bytes == 4 * e + 2 * d
+    unf = api.predict(W + "rmsnorm.yaml", h200, "unfused")
+    assert unf.totals.hbm_bytes - fus.totals.hbm_bytes == e   # h is not read back
+
+
+def test_naive_attention_becomes_one_flash_kernel(h200):
+    b, h, s, d = 4, 32, 2048, 128
+    qkv = b * h * s * d * 2
+    scores = b * h * s * s * 2
+    unf = api.predict(W + "attention_naive.yaml", h200, "unfused")
+    assert unf.totals.kernels == 5
+    # qk: q, k in, scores out; scale, mask, softmax: scores in and out; pv: p, v in, o out
+    assert unf.totals.hbm_bytes == (2 * qkv + scores) + 3 * 2 * scores + (scores + 2 * qkv)
+    fus = api.predict(W + "attention_naive.yaml", h200, "fused")
+    assert kernels(fus) == [("qk", "scale", "mask", "softmax", "pv")]
+    assert fus.kernels[0].fusion == "attention"
+    assert fus.totals.hbm_bytes == 4 * qkv                    # q, k, v in; o out
+    assert fus.totals.flops == unf.totals.flops
+    # each of the 16 blocks of 128 queries streams K and V again through L2
+    assert fus.kernels[0].l2_reread_bytes == 2 * qkv * (s // 128 - 1)
+    epi = api.predict(W + "attention_naive.yaml", h200, "epilogue")
+    assert kernels(epi) == [("qk", "scale", "mask"), ("softmax",), ("pv",)]
+
+
+def test_softmax_after_gemm_is_not_a_tile_epilogue(h200):
+    epi = api.predict(W + "attention_naive.yaml", h200, "epilogue")
+    reasons = [r.reason for r in epi.schedule.refusals if r.op == "softmax"]
+    assert reasons == ["softmax needs a whole row (softmax); a GEMM epilogue sees one tile"]
+
+
+def test_long_rows_stop_reduction_fusion(write_yaml, h200):
+    path = write_yaml("""
+        name: long_rows
+        tensors: {x: {shape: [8, 100000], dtype: bf16}}
+        ops:
+          - {kind: scale, name: s, inputs: [x], outputs: [xs]}
+          - {kind: softmax, name: sm, inputs: [xs], outputs: [y]}
+    """)
+    fus = api.predict(path, h200, "fused")
+    assert fus.totals.kernels == 2
+    (why,) = [r.reason for r in fus.schedule.refusals]
+    assert "does not fit in 228 KiB of shared memory: multi-pass" in why
+
+
+def test_barriers_report_their_reason(h200):
+    fus = api.predict(W + "opaque_library_call.yaml", h200, "fused")
+    reasons = " | ".join(r.reason for r in fus.schedule.refusals)
+    assert "opaque library call" in reasons
+    assert "data-dependent control flow" in reasons
+    tp = api.predict(W + "tp_layer_allreduce.yaml", h200, "fused")
+    reasons = " | ".join(r.reason for r in tp.schedule.refusals)
+    assert "is a collective (all_reduce): it runs on the interconnect" in reasons
+    assert all(len(k.ops) == 1 for k in tp.kernels if "all_reduce" in k.kinds)
+
+
+def test_dequant_in_gemm_only_where_a_kernel_exists(h200):
+    m, k, n = 16, 8192, 8192
+    fus = api.predict(W + "w4a16_dequant_gemm.yaml", h200, "fused")
+    assert fus.totals.kernels == 1 and fus.kernels[0].fusion.startswith("dequant-in-GEMM")
+    # int4 weights + bf16 group scales? No: the dequantize op reads plain int4 here.
+    assert fus.totals.hbm_read_bytes == m * k * 2 + k * n // 2
+    unf = api.predict(W + "w4a16_dequant_gemm.yaml", h200, "unfused")
+    assert unf.totals.hbm_bytes - fus.totals.hbm_bytes == 2 * (k * n * 2)   # bf16 copy out and in
+
+
+def test_fp4_without_fp4_path_is_no_speedup():
+    h100 = {s: api.predict(W + f"{s}_gemm.yaml", "h100-sxm", "fused", "graph") for s in ("fp4", "fp8")}
+    b200 = {s: api.predict(W + f"{s}_gemm.yaml", "b200", "fused", "graph") for s in ("fp4", "fp8")}
+    assert h100["fp4"].totals.time_s > h100["fp8"].totals.time_s
+    assert any("no fp4 tensor-core GEMM path" in n for n in h100["fp4"].notes)
+    assert "fp4" not in {d for k in h100["fp4"].kernels for d in k.tensor_dtypes}
+    # the fallback dequantize is never fused into the GEMM: there is no such kernel
+    assert any("has no GEMM kernel that reads" in r.reason for r in h100["fp4"].schedule.refusals)
+    assert b200["fp4"].totals.time_s < b200["fp8"].totals.time_s
+    assert not b200["fp4"].notes
+
+
+def test_fusion_saves_little_when_the_all_reduce_dominates():
+    sets = {"batch": 1024, "context": 512}      # PCIe links, many tokens: the link dominates
+    unf = api.predict(W + "tp_layer_allreduce.yaml", "l40s", "unfused", "graph", sets)
+    fus = api.predict(W + "tp_layer_allreduce.yaml", "l40s", "fused", "graph", sets)
+    assert unf.totals.bound == "link"
+    link = unf.totals.link_s
+    assert link > 0.5 * unf.totals.time_s
+    assert fus.totals.link_s == pytest.approx(link)          # fusion does not fix the link
+    assert (unf.totals.time_s - fus.totals.time_s) < 0.05 * unf.totals.time_s
+
+
+def test_llama3_8b_decode_batch1_eager_is_launch_bound_and_graphs_help(h200):
+    eager = api.predict(W + "llama3_8b_decode.yaml", h200, "unfused", "eager")
+    graph = api.predict(W + "llama3_8b_decode.yaml", h200, "unfused", "graph")
+    n = eager.totals.kernels
+    dispatch, per_kernel = 11e-6, 1.3e-6
+    busy = sum(max(k.compute_s, k.memory_s, k.link_s) for k in graph.kernels)
+    # graph replay: one dispatch, then each kernel's busy time plus 1.3 µs
+    assert graph.totals.time_s == pytest.approx(dispatch + busy + n * per_kernel, rel=1e-9)
+    # eager: the CPU issues a kernel every 11 µs, slower than the GPU runs most of them, so
+    # the step takes at least n dispatches, and only the kernels longer than 11 µs add to it
+    assert eager.totals.time_s >= n * dispatch
+    longer = sum(max(0.0, b - dispatch) for b in
+                 (max(k.compute_s, k.memory_s) + 2e-6 for k in eager.kernels))
+    assert eager.totals.time_s <= n * dispatch + longer + 1e-9
+    assert eager.totals.time_s - graph.totals.time_s > 1e-3      # graphs save over a ms
+    assert eager.totals.bound == "launch"
+
+
+def test_user_policy_from_yaml(write_yaml, h200):
+    pol = write_yaml("""
+        name: pointwise-only
+        description: merge pointwise chains and nothing else
+        edges: [[pointwise, pointwise]]
+    """, "policy.yaml")
+    pred = api.predict(W + "gemm_bias_gelu_residual.yaml", h200, str(pol))
+    assert kernels(pred) == [("gemm",), ("bias", "gelu", "residual")]
+    assert pred.policy == "pointwise-only"
+
+
+def test_builtin_policies_are_data():
+    assert set(schedule.POLICIES) == {"unfused", "epilogue", "fused"}
+    assert schedule.POLICIES["unfused"].edges == frozenset()
