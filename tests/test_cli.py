@@ -1,0 +1,99 @@
+"""The CLI as a new user meets it: every bundled workload on every bundled GPU, tables, JSON."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab import hardware
+from rooflab.cli import app
+
+runner = CliRunner()
+ROOT = Path(__file__).resolve().parent.parent
+WORKLOADS = sorted(p.name for p in (ROOT / "workloads").glob("*.yaml"))
+SPECS = list(hardware.spec_paths())
+
+
+def ok(*args):
+    r = runner.invoke(app, list(args))
+    assert r.exit_code == 0, r.output + (r.stderr or "")
+    return r.stdout
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+@pytest.mark.parametrize("spec", SPECS)
+def test_predict_every_workload_on_every_gpu(workload, spec):
+    out = ok("predict", str(ROOT / "workloads" / workload), "--hardware", spec, "--json")
+    pred = json.loads(out)["predictions"][0]
+    assert pred["hardware"] == spec
+    assert pred["totals"]["time_s"] > 0 and pred["totals"]["kernels"] == len(pred["kernels"])
+    assert sum(k["hbm_read_bytes"] for k in pred["kernels"]) == pred["totals"]["hbm_read_bytes"]
+
+
+def test_hardware_show_b200_dense_fp4_and_bf16():
+    out = ok("hardware", "show", "b200")
+    assert "tensor fp4 (dense)" in out and "9000 TFLOP/s = 9 PFLOP/s" in out
+    assert "tensor bf16 (dense)" in out and "2250 TFLOP/s = 2.25 PFLOP/s" in out
+    assert "NV-BW-DS" in out                        # the source is printed with the figure
+
+
+def test_hardware_list_names_every_spec():
+    out = ok("hardware", "list")
+    for name in SPECS:
+        assert f"\n{name} " in out
+
+
+def test_predict_table_columns_and_totals():
+    out = ok("predict", str(ROOT / "workloads/gemm_bias_gelu_residual.yaml"), "-H", "h100-sxm")
+    header = next(line for line in out.splitlines() if line.startswith("kernel"))
+    for col in ["ops", "FLOPs", "unit", "HBM read", "HBM write", "FLOP/B", "compute", "memory",
+                "launch", "bound", "time"]:
+        assert col in header
+    assert "total (4 kernels)" in out
+    assert "gemm" in out and "tc bf16" in out
+
+
+def test_predict_llama_decode_with_sets_and_json():
+    out = ok("predict", str(ROOT / "workloads/llama3_8b_decode.yaml"), "--hardware", "h200",
+             "--set", "batch=64", "--set", "context=8192", "--json")
+    doc = json.loads(out)
+    assert doc["schema"] == "rooflab.prediction/1"
+    pred = doc["predictions"][0]
+    assert pred["params"]["batch"] == 64 and pred["params"]["context"] == 8192
+    attn = [k for k in pred["kernels"] if k["kinds"] == ["attention"]]
+    assert len(attn) == 32
+    # each layer reads its whole KV cache: 64 x 8 heads x 8192 x 128 x 2 bytes, for k and v
+    kv = 2 * 64 * 8 * 8192 * 128 * 2
+    assert all(k["hbm_read_bytes"] == kv + 64 * 32 * 128 * 2 for k in attn)
+
+
+def test_compare_and_launch_modes():
+    out = ok("predict", str(ROOT / "workloads/llama3_8b_decode.yaml"), "-H", "h200",
+             "--compare", "unfused,fused", "--launch", "eager,graph")
+    assert out.count("fused vs unfused on h200") == 2
+    assert "(eager launch)" in out and "(graph launch)" in out
+    assert "stopped growing because" in out
+
+
+def test_fusions_ranking():
+    out = ok("fusions", str(ROOT / "workloads/gemm_bias_gelu_residual.yaml"), "-H", "h100-sxm")
+    assert " 1. matmul → add → gelu → add: epilogue fusion saves" in out
+    assert "on h100-sxm" in out
+
+
+def test_fusions_json():
+    doc = json.loads(ok("fusions", str(ROOT / "workloads/llama3_8b_decode.yaml"), "-H", "h200",
+                        "--json"))
+    assert doc["baseline"] == "unfused" and doc["candidate"] == "fused"
+    times = [f["time_saved_s"] for f in doc["fusions"]]
+    assert times == sorted(times, reverse=True) and times[0] > 0
+
+
+def test_bundled_workload_by_name():
+    ok("predict", "rmsnorm", "-H", "h200")
+
+
+def test_version_and_help():
+    assert "rooflab" in ok("--version")
+    assert "predict" in ok("--help")
