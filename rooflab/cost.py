@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from rooflab.graph import Graph
 from rooflab.hardware import Hardware
-from rooflab.ops import RULES, OpCost, Role
+from rooflab.ops import OPAQUE_TRAFFIC, RULES, OpCost, Role
 from rooflab.schedule import Kernel, Schedule
 
 LAUNCH_MODES = ("eager", "graph")
@@ -116,16 +116,29 @@ class _Graphinfo:
         self.consumers: dict[str, set[int]] = {}
         tensors = graph.tensors
         self.costs: list[OpCost] = []
+        # Repeated layers hold the same op on same-shaped tensors; cost rules speak of input
+        # and output positions, not names, so one OpCost serves every copy.
+        cache: dict[tuple, OpCost] = {}
         for op in graph.ops:
             if RULES[op.kind].role is not Role.VIEW:   # a view's readers count, not the view
                 for t in op.inputs:
                     self.consumers.setdefault(self.rt(t), set()).add(len(self.costs))
-            self.costs.append(RULES[op.kind].cost(op, [tensors[t] for t in op.inputs],
-                                                  [tensors[t] for t in op.outputs]))
+            ins = [tensors[t] for t in op.inputs]
+            outs = [tensors[t] for t in op.outputs]
+            key = (op.kind, op.name if op.kind == "opaque" else "",
+                   *[(t.shape, t.dtype.name) for t in ins + outs], _attrs_key(op.attrs))
+            c = cache.get(key)
+            if c is None:
+                c = cache[key] = RULES[op.kind].cost(op, ins, outs)
+            self.costs.append(c)
         self.outputs = {self.rt(t) for t in graph.outputs}
 
     def rt(self, t: str) -> str:
         return self.root.get(t, t)
+
+
+def _attrs_key(attrs: dict) -> tuple:
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items()))
 
 
 def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
@@ -148,12 +161,13 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
         extra_passes = 0
         if c.row_bytes > hw.smem_per_sm_bytes:
             extra_passes = c.passes_if_spilled - 1      # a row that does not fit is re-read
-        for t, b in c.reads:
-            r = info.rt(t)
+        op = g.ops[i]
+        for pos, b in c.reads:
+            r = info.rt(op.inputs[pos]) if pos != OPAQUE_TRAFFIC else f"{op.name}:traffic"
             if r not in made:
                 reads[r] = max(reads.get(r, 0), b * (1 + extra_passes))
-        for t, b in c.writes:
-            r = info.rt(t)
+        for pos, b in c.writes:
+            r = info.rt(op.outputs[pos])
             if r in info.outputs or any(j not in members for j in info.consumers.get(r, ())):
                 writes += b
     if kernel.fusion == "attention":

@@ -12,17 +12,15 @@ class Tensor:
     name: str
     shape: tuple[int, ...]
     dtype: DType
+    numel: int = field(init=False, compare=False)
+    nbytes: int = field(init=False, compare=False)     # block scales included
 
-    @property
-    def numel(self) -> int:
+    def __post_init__(self):
         n = 1
         for d in self.shape:
             n *= d
-        return n
-
-    @property
-    def nbytes(self) -> int:
-        return self.dtype.nbytes(self.numel)
+        object.__setattr__(self, "numel", n)
+        object.__setattr__(self, "nbytes", self.dtype.nbytes(n))
 
 
 @dataclass(frozen=True, slots=True)

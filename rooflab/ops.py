@@ -33,6 +33,9 @@ class Role(str, Enum):
     VIEW = "view"                # reshape/permute: metadata only, no kernel
 
 
+OPAQUE_TRAFFIC = -1     # read position of an opaque op's declared traffic
+
+
 class ShapeError(ValueError):
     """An op's inputs do not fit together; the message says how."""
 
@@ -42,8 +45,8 @@ class OpCost:
     tensor_flops: int = 0
     tensor_dtype: str | None = None     # tensor-core dtype family: bf16, fp8, fp4, ...
     vector_flops: int = 0
-    reads: tuple[tuple[str, int], ...] = ()    # (tensor, bytes read from it)
-    writes: tuple[tuple[str, int], ...] = ()   # (tensor, bytes written to it)
+    reads: tuple[tuple[int, int], ...] = ()    # (position in op.inputs, bytes read from it)
+    writes: tuple[tuple[int, int], ...] = ()   # (position in op.outputs, bytes written to it)
     reread_bytes: int = 0    # traffic beyond one pass that caches serve (attention K/V re-reads)
     link_bytes: int = 0      # bytes each GPU sends over the interconnect
     row_bytes: int = 0       # fp32 bytes of one reduction row that must stay on chip
@@ -103,7 +106,9 @@ def _out_dtype(op: Op, default: DType) -> DType:
 
 
 def _rw(ins: list[Tensor], outs: list[Tensor]):
-    return (tuple((t.name, t.nbytes) for t in ins), tuple((t.name, t.nbytes) for t in outs))
+    """Each input read once and each output written once, as (position, bytes) pairs."""
+    return (tuple((i, t.nbytes) for i, t in enumerate(ins)),
+            tuple((i, t.nbytes) for i, t in enumerate(outs)))
 
 
 # ----------------------------------------------------------------------------- pointwise
@@ -196,8 +201,8 @@ class _Embedding:
     def cost(op, ins, outs):
         table, ids = ins
         rows_bytes = table.dtype.nbytes(ids.numel * table.shape[1])
-        return OpCost(reads=((table.name, min(rows_bytes, table.nbytes)), (ids.name, ids.nbytes)),
-                      writes=((outs[0].name, outs[0].nbytes),))
+        return OpCost(reads=((0, min(rows_bytes, table.nbytes)), (1, ids.nbytes)),
+                      writes=((0, outs[0].nbytes),))
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -362,10 +367,10 @@ class _QMatmul:
         if not w.dtype.is_float:
             group = op.attrs.get("group_size", 128)
             scale_bytes = 2 * (-(-k // group)) * n
-        reads = ((x.name, x.nbytes), (w.name, w.nbytes + scale_bytes))
+        reads = ((0, x.nbytes), (1, w.nbytes + scale_bytes))
         return OpCost(tensor_flops=2 * _numel(batch) * m * n * k, tensor_dtype=fam,
                       vector_flops=(w.numel if not w.dtype.is_float else 0),
-                      reads=reads, writes=((outs[0].name, outs[0].nbytes),))
+                      reads=reads, writes=((0, outs[0].nbytes),))
 
 
 # ----------------------------------------------------------------------------- attention
@@ -481,11 +486,11 @@ class _Opaque:
         flops = int(op.attrs.get("flops", 0))
         total = int(op.attrs.get("bytes", 0))
         fam = op.attrs.get("tensor_dtype")
-        # The declared bytes are the op's whole HBM traffic, carried as one read of a pseudo
-        # tensor named after the op (an opaque op never shares a kernel, so nothing dedupes it).
+        # The declared bytes are the op's whole HBM traffic, carried as one read of a private
+        # pseudo tensor (position OPAQUE_TRAFFIC); an opaque op never shares a kernel.
         return OpCost(tensor_flops=flops if fam else 0, tensor_dtype=fam,
                       vector_flops=0 if fam else flops,
-                      reads=((f"{op.name}:traffic", total),), writes=())
+                      reads=((OPAQUE_TRAFFIC, total),), writes=())
 
 
 @register(["reshape", "permute"], Role.VIEW, (1, 1),

@@ -425,6 +425,11 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
     which fused dequant kernels exist; without it those checks are skipped."""
     if isinstance(policy, str):
         policy = load_policy(policy)
+    if not policy.edges and not policy.dequant_prologue and not policy.attention_pattern:
+        # one kernel per op, in the graph's (topological) order
+        kernels = tuple(Kernel(op.name, (i,), RULES[op.kind].role) for i, op in enumerate(graph.ops)
+                        if RULES[op.kind].role is not Role.VIEW)
+        return Schedule(graph, policy, kernels, (), notes)
     gr = _Grouper(graph, policy, hw)
     order = _topological(gr, gr.run())
     refusals_by_op: dict[str, list[str]] = {}

@@ -275,6 +275,7 @@ class _Builder:
             if g not in self.produced:
                 tensors[g] = self._tensor(g, ts, loc)
         ops = []
+        infer_cache: dict[tuple, list] = {}
         for idx in order:
             spec, loc, attrs, name, ins, outs, block = self.raw_ops[idx]
             rule = oplib.RULES[spec.kind]
@@ -291,10 +292,14 @@ class _Builder:
             if spec.kind == "opaque":
                 inferred = None
             else:
-                try:
-                    inferred = rule.infer(op, in_t)
-                except oplib.ShapeError as e:
-                    raise _err(self.doc, str(e), loc, place=f"op {name}") from None
+                # the same op of every repeat iteration infers the same shapes: do it once
+                key = (loc, *[(t.shape, t.dtype.name) for t in in_t])
+                inferred = infer_cache.get(key)
+                if inferred is None:
+                    try:
+                        inferred = infer_cache[key] = rule.infer(op, in_t)
+                    except oplib.ShapeError as e:
+                        raise _err(self.doc, str(e), loc, place=f"op {name}") from None
                 if len(inferred) != len(outs):
                     raise _err(self.doc, f"{spec.kind} has {len(inferred)} output(s), "
                                f"got {len(outs)}", loc + ("outputs",), place=f"op {name}")
