@@ -169,7 +169,8 @@ class _Rotary:
 
 @register(["quantize", "dequantize"], Role.POINTWISE, (1, 1),
           "Convert to `dtype`, block scales included in the bytes. quantize: 2 FLOPs/elem "
-          "(amax, scale); dequantize: 1 (scale).")
+          "(amax, scale); dequantize: 1 (scale). Dequantizing int4/int8 weights [K, ...] with "
+          "`group_size` also reads one bf16 scale per group of K rows.")
 class _Quant:
     @staticmethod
     def infer(op, ins):
@@ -180,6 +181,11 @@ class _Quant:
     @staticmethod
     def cost(op, ins, outs):
         reads, writes = _rw(ins, outs)
+        x = ins[0]
+        if op.kind == "dequantize" and not x.dtype.is_float and "group_size" in op.attrs:
+            # int weights [K, ...] with one bf16 scale per `group_size` rows along K
+            groups = -(-x.shape[0] // op.attrs["group_size"])
+            reads = ((0, x.nbytes + 2 * groups * (x.numel // x.shape[0])),)
         per = 2 if op.kind == "quantize" else 1
         return OpCost(vector_flops=per * outs[0].numel, reads=reads, writes=writes)
 

@@ -81,7 +81,7 @@ _ATTRS_BY_ROLE = {
     oplib.Role.OPAQUE: {"flops", "bytes", "tensor_dtype", "reason"},
     oplib.Role.VIEW: {"shape", "dims"},
 }
-_EXTRA_ATTRS = {"scale": {"factor"}}
+_EXTRA_ATTRS = {"scale": {"factor"}, "dequantize": {"group_size"}}
 _INT_ATTRS = {"world_size", "flops", "bytes", "group_size", "block_m", "axis"}
 _INT_LIST_ATTRS = {"shape", "dims"}
 
