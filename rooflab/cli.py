@@ -115,6 +115,123 @@ def predict(
     typer.echo("\n\n".join(blocks))
 
 
+# ------------------------------------------------------------------------------ validate
+def _gpu_ready(what: str) -> None:
+    try:
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+    except ImportError:
+        raise RooflabError(f"{what} --gpu needs torch and triton: pip install -e '.[gpu]'") from None
+    import torch
+    if not torch.cuda.is_available():
+        raise RooflabError(f"{what} --gpu needs a CUDA GPU, and torch sees none")
+
+
+@app.command()
+@_errors
+def validate(
+    workload: Annotated[Optional[str], typer.Argument(help="A workload YAML; default: the built-in suite.")] = None,
+    gpu: Annotated[bool, typer.Option("--gpu", help="Run the kernels on the CUDA GPU.")] = False,
+    hardware: Annotated[str, typer.Option("--hardware", "-H", help="Spec the predictions use (a calibrated one is best).")] = "h200",
+    sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Results JSON (default reports/validation/<gpu>-<date>.json).")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the Triton source of every kernel; run nothing.")] = False,
+    from_file: Annotated[Optional[str], typer.Option("--from", help="Re-check a results JSON with the current model (no GPU).")] = None,
+    cases: Annotated[Optional[str], typer.Option("--cases", help="Only suite cases whose name contains this text.")] = None,
+    html: Annotated[Optional[str], typer.Option("--html", help="Also write an HTML report of the results.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
+    compare: Annotated[str, typer.Option("--compare", help="Schedules to run (always both, kept for symmetry with predict).")] = "unfused,fused",
+):
+    """Check predictions against Triton kernels timed on the GPU (or re-check saved results)."""
+    import sys
+    from pathlib import Path
+
+    from rooflab import api, workload as wl
+    from rooflab.validate import accuracy, suite
+
+    hw = api.load_hardware(hardware)
+    if workload:
+        doc = wl.load_yaml_data(workload)
+        graph = api.load_workload(workload, wl.parse_sets(sets))
+        chosen = [suite.Case(graph.name, {**doc, "params": {**doc.get("params", {}), **graph.params}},
+                             "workload")]
+    else:
+        chosen = [c for c in suite.builtin() if not cases or cases in c.name]
+    if from_file:
+        from rooflab.validate import records
+        vf = records.load(from_file)
+        typer.echo(accuracy.render(accuracy.evaluate(vf, hw)))
+        if html:
+            _write_validation_html(html, vf, force)
+        return
+    if dry_run:
+        from rooflab.validate import dryrun
+        dryrun.dry_run(chosen, hw, typer.echo)
+        return
+    if not gpu:
+        raise RooflabError("validate runs kernels only with --gpu (or use --dry-run, or --from FILE)")
+    _gpu_ready("validate")
+    from rooflab.validate import run as vrun
+    import torch
+    slug = torch.cuda.get_device_name(0).lower().replace("nvidia ", "").replace(" ", "-")
+    out = Path(output or f"reports/validation/{slug}-{accuracy_date()}.json")
+    if out.exists() and not force:
+        raise RooflabError(f"{out} exists; pass --force to overwrite it")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    vf = vrun.run_suite(chosen, hw, hardware, "rooflab " + " ".join(sys.argv[1:]), out,
+                        log=lambda m: typer.echo(m, err=True))
+    typer.echo(accuracy.render(accuracy.evaluate(vf, hw)))
+    typer.echo(f"wrote {out}")
+    if html:
+        _write_validation_html(html, vf, force)
+
+
+def _write_validation_html(path: str, vf, force: bool) -> None:
+    from rooflab.report import html as html_report
+    html_report.write_validation(path, vf, force=force)
+    typer.echo(f"wrote {path}")
+
+
+def accuracy_date() -> str:
+    import datetime as dt
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+@app.command()
+@_errors
+def calibrate(
+    gpu: Annotated[bool, typer.Option("--gpu", help="Measure the CUDA GPU.")] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write.")] = "hardware_specs/measured/h200.yaml",
+    base: Annotated[str, typer.Option("--base", help="Datasheet spec the calibrated one starts from.")] = "h200",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
+):
+    """Measure bandwidths, GEMM peaks and launch costs; write a spec that cites the measurements."""
+    import sys
+    from pathlib import Path
+
+    from rooflab import hardware as hwmod
+
+    if not gpu:
+        raise RooflabError("calibrate measures only with --gpu")
+    out = Path(output)
+    if out.exists() and not force:
+        raise RooflabError(f"{out} exists; pass --force to overwrite it")
+    base_hw = hwmod.load(base)
+    _gpu_ready("calibrate")
+    import torch
+    import triton
+
+    from rooflab.validate import calibrate as cal
+    props = torch.cuda.get_device_properties(0)
+    prov = {"gpu": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
+            "triton": triton.__version__, "cuda": str(torch.version.cuda), "date": cal.now(),
+            "command": "rooflab " + " ".join(sys.argv[1:])}
+    slug = props.name.lower().replace("nvidia ", "").replace(" ", "-")
+    raw = Path("reports/calibration") / f"{slug}-{prov['date'][:10]}.json"
+    cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True))
+    typer.echo(f"wrote {out} and {raw}")
+
+
 # ------------------------------------------------------------------------------ fusions
 @app.command()
 @_errors
@@ -141,6 +258,43 @@ def fusions(
         typer.echo(cmp.comparison_json(c).model_dump_json(indent=2))
         return
     typer.echo(cmp.render_ranking(c, top))
+
+
+# ------------------------------------------------------------------------------ report
+@app.command()
+@_errors
+def report(
+    workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one).")],
+    output: Annotated[str, typer.Option("--output", "-o", help="The HTML file to write.")],
+    hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h100-sxm",
+    compare: Annotated[str, typer.Option("--compare", help="Schedules, comma-separated; each after the first is compared with the first.")] = "unfused,fused",
+    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph (comma-separated).")] = "eager",
+    sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
+):
+    """Write an interactive HTML report: summary, roofline per GPU, time per kernel."""
+    from pathlib import Path
+
+    from rooflab import api, compare as cmp, workload as wl
+    from rooflab.report import html as html_report
+
+    html_report.check_target(output, force)          # fail before predicting
+    graph = api.load_workload(workload, wl.parse_sets(sets))
+    gpus = [api.load_hardware(h) for h in _split(hardware)]
+    schedules, launches = _split(compare), _split(launch)
+    if not schedules:
+        raise RooflabError(f"--compare {compare!r}: expected schedules, like unfused,fused")
+    for mode in launches:
+        if mode not in ("eager", "graph"):
+            raise RooflabError(f"--launch {mode}: expected eager or graph")
+    preds, comparisons = [], []
+    for hw in gpus:
+        for mode in launches:
+            ps = [api.predict_graph(graph, hw, s, mode) for s in schedules]
+            preds += ps
+            comparisons += [cmp.compare(ps[0], p) for p in ps[1:]]
+    html_report.write_predictions(output, preds, comparisons, force=force)
+    typer.echo(f"wrote {output} ({Path(output).stat().st_size / 1e6:.1f} MB)")
 
 
 def main() -> None:

@@ -51,6 +51,7 @@ class LaunchSpec(_Strict):
     eager_dispatch_us: Figure         # host time to dispatch one eager op (CPU-bound)
     graph_launch_us: Figure           # per kernel, when a CUDA graph replays the step
     min_kernel_us: Figure             # GPU-side duration of an empty kernel
+    triton_launch_us: Figure | None = None   # host time to launch one Triton kernel (validation)
 
 
 class EfficiencySpec(_Strict):
@@ -78,6 +79,7 @@ class HardwareFile(_Strict):
     efficiency: EfficiencySpec
     weight_only_gemm: list[Literal["int4", "int8", "fp8"]] = Field(
         default=[], description="weight dtypes with a fused dequant-in-GEMM kernel (W4A16, W8A16)")
+    calibrated_from: str | None = None    # measurement file the calibrated figures come from
     notes: str | None = None
 
     @model_validator(mode="after")
@@ -107,6 +109,8 @@ class HardwareFile(_Strict):
             yield f"tensor_tflops.{k}", f
         for k, f in self.vector_tflops.items():
             yield f"vector_tflops.{k}", f
+        if self.launch.triton_launch_us:
+            yield "launch.triton_launch_us", self.launch.triton_launch_us
         for group in ("memory", "launch", "efficiency"):
             sub = getattr(self, group)
             for k in type(sub).model_fields:
@@ -137,6 +141,7 @@ class Hardware:
     eager_dispatch_s: float
     graph_launch_s: float
     min_kernel_s: float
+    triton_launch_s: float | None
     tensor_efficiency: float
     tensor_efficiency_by_dtype: dict[str, float]
     vector_efficiency: float
@@ -189,6 +194,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         eager_dispatch_s=spec.launch.eager_dispatch_us.value * 1e-6,
         graph_launch_s=spec.launch.graph_launch_us.value * 1e-6,
         min_kernel_s=spec.launch.min_kernel_us.value * 1e-6,
+        triton_launch_s=(spec.launch.triton_launch_us.value * 1e-6
+                         if spec.launch.triton_launch_us else None),
         tensor_efficiency=eff.tensor.value,
         tensor_efficiency_by_dtype={k: f.value for k, f in eff.tensor_by_dtype.items()},
         vector_efficiency=eff.vector.value,

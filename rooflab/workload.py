@@ -404,6 +404,14 @@ def load_file(path: str | Path, overrides: dict[str, int] | None = None) -> Grap
     return _Builder(spec, doc, params).build()
 
 
+def load_yaml_data(name_or_path: str) -> dict:
+    """The raw mapping of a workload file (bundled name or path), for re-running it elsewhere."""
+    p = Path(name_or_path)
+    if not p.exists() and (WORKLOAD_DIR / f"{name_or_path}.yaml").exists():
+        p = WORKLOAD_DIR / f"{name_or_path}.yaml"
+    return load_yaml(p, "workload").data
+
+
 def load_dict(data: dict, overrides: dict[str, int] | None = None,
               source: str = "<dict>") -> Graph:
     """Build a workload from an already-parsed mapping (the YAML file's structure)."""

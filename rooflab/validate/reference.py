@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from rooflab.graph import Graph, Op
+from rooflab.validate.common import Unsupported, scales_name
 
 TORCH_DTYPES = {
     "fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
@@ -21,10 +22,6 @@ TORCH_DTYPES = {
     "int64": torch.int64, "int32": torch.int32, "int8": torch.int8, "int4": torch.int8,
     "bool": torch.bool,
 }
-
-
-class Unsupported(Exception):
-    """This op or dtype cannot run on this GPU (the suite skips such cases, with the reason)."""
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -80,7 +77,19 @@ def _act(kind: str, x: torch.Tensor, op: Op) -> torch.Tensor:
     raise Unsupported(f"no reference for {kind}")
 
 
-def eval_op(op: Op, ins: list[torch.Tensor], graph: Graph) -> list[torch.Tensor]:
+def make_scales(t, group: int, device: str, gen: torch.Generator) -> torch.Tensor:
+    """Random positive bf16 group scales [K // group, N] for int weights [K, N]."""
+    k, n = t.shape
+    return (torch.rand((-(-k // group), n), device=device, generator=gen) * 0.02 + 0.005
+            ).to(torch.bfloat16)
+
+
+def dequant_int(w: torch.Tensor, scales: torch.Tensor, group: int) -> torch.Tensor:
+    return w.float() * scales.float().repeat_interleave(group, dim=0)[: w.shape[0]]
+
+
+def eval_op(op: Op, ins: list[torch.Tensor], graph: Graph, env: dict | None = None
+            ) -> list[torch.Tensor]:
     """Evaluate one op in fp32 (storage dtype on output), as the Triton kernels compute it."""
     out_t = graph.tensors[op.outputs[0]]
     kind = op.kind
@@ -120,9 +129,8 @@ def eval_op(op: Op, ins: list[torch.Tensor], graph: Graph) -> list[torch.Tensor]
         y = a @ b
     elif kind == "qmatmul":
         x, w = f
-        w_dt = graph.tensors[op.inputs[1]].dtype.name
-        if w_dt == "int4":
-            raise Unsupported("int4 qmatmul runs through the w4a16 template with its own scales")
+        if not graph.tensors[op.inputs[1]].dtype.is_float:
+            w = dequant_int(ins[1], env[scales_name(op.inputs[1])], op.attrs.get("group_size", 128))
         if op.attrs.get("transpose_b"):
             w = w.t()
         y = x @ w
@@ -141,6 +149,8 @@ def eval_op(op: Op, ins: list[torch.Tensor], graph: Graph) -> list[torch.Tensor]
     elif kind == "embedding":
         table, ids = ins
         y = table.float()[ids.long() % table.shape[0]]
+    elif kind == "dequantize" and "group_size" in op.attrs and not ins[0].is_floating_point():
+        y = dequant_int(ins[0], env[scales_name(op.inputs[0])], op.attrs["group_size"])
     elif kind in ("quantize", "dequantize"):
         y = f[0]
     elif kind in ("all_reduce", "all_gather", "reduce_scatter", "opaque"):
@@ -154,7 +164,7 @@ def run_graph(graph: Graph, inputs: dict[str, torch.Tensor]) -> dict[str, torch.
     """Every tensor of the graph, computed op by op from `inputs`."""
     env = dict(inputs)
     for op in graph.ops:
-        outs = eval_op(op, [env[t] for t in op.inputs], graph)
+        outs = eval_op(op, [env[t] for t in op.inputs], graph, env)
         for name, val in zip(op.outputs, outs):
             env[name] = val.contiguous() if op.kind not in ("reshape", "permute") else val
     return env

@@ -1,0 +1,144 @@
+"""How right the cost model is: re-predict every measured kernel and schedule with the current
+model and compare. Plain data, no torch: CI runs it on the committed measurements.
+
+What a measurement corresponds to (rooflab/validate/run.py times it this way):
+  kernel         one launch after an L2 flush, timed with CUDA events: busy time + min_kernel_s
+                 (the host's launch is hidden behind the flush, so no dispatch stall)
+  graph schedule the schedule's kernels replayed as one CUDA graph after an L2 flush:
+                 Σ (busy + graph_launch_s); the graph's own launch is hidden by the flush
+  eager schedule the kernels launched one by one from Python: the eager launch model with the
+                 spec's `triton_launch_us` as the per-kernel dispatch, less the first dispatch
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+
+from rooflab import api, workload
+from rooflab.hardware import Hardware
+from rooflab.validate.records import ValidationFile
+
+MEDIAN_BAR, P90_BAR, SPEEDUP_BAR = 0.10, 0.25, 0.10
+
+
+@dataclass(frozen=True)
+class CasePrediction:
+    kernels: dict[str, float]        # kernel name -> predicted seconds
+    bounds: dict[str, str]
+    graph_s: float
+    eager_s: float
+
+
+def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
+                 schedule: str) -> CasePrediction:
+    """Predictions for one case under one schedule, in the form the measurements take."""
+    graph = workload.load_dict(workload_dict, params)
+    pred = api.predict_graph(graph, hw, schedule, "graph")
+    kernels, bounds = {}, {}
+    for k in pred.kernels:
+        busy = max(k.compute_s, k.memory_s, k.link_s)
+        kernels[k.name] = busy + hw.min_kernel_s
+        bounds[k.name] = k.bound if k.bound != "launch" else "launch"
+    graph_s = pred.totals.time_s - hw.eager_dispatch_s
+    dispatch = hw.triton_launch_s or hw.eager_dispatch_s
+    eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager")
+    return CasePrediction(kernels, bounds, graph_s, eager.totals.time_s - dispatch)
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    schedule: str
+    kernel: str
+    op_class: str
+    predicted_s: float
+    measured_s: float
+
+    @property
+    def error(self) -> float:
+        return (self.predicted_s - self.measured_s) / self.measured_s
+
+
+@dataclass(frozen=True)
+class Summary:
+    kernels: list[Row]
+    speedups: list[tuple[str, float, float]]      # case, predicted, measured (unfused / fused)
+    schedules: list[Row]
+
+    @staticmethod
+    def _pct(xs: list[float], q: float) -> float:
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
+
+    @property
+    def median_abs_error(self) -> float:
+        return statistics.median(abs(r.error) for r in self.kernels)
+
+    @property
+    def p90_abs_error(self) -> float:
+        return self._pct([abs(r.error) for r in self.kernels], 0.9)
+
+    @property
+    def speedup_median_abs_error(self) -> float:
+        return statistics.median(abs(p / m - 1) for _, p, m in self.speedups)
+
+    def passes(self) -> bool:
+        return (self.median_abs_error <= MEDIAN_BAR and self.p90_abs_error <= P90_BAR
+                and self.speedup_median_abs_error <= SPEEDUP_BAR)
+
+
+def evaluate(vf: ValidationFile, hw: Hardware) -> Summary:
+    """Re-predict every case of a validation file with the current model on `hw`."""
+    rows, scheds, speedups = [], [], []
+    for case in vf.cases:
+        graph_pred: dict[str, float] = {}
+        graph_meas: dict[str, float] = {}
+        for schedule, kernels in case.kernels.items():
+            pred = predict_case(case.workload, case.params, hw, schedule)
+            for k in kernels:
+                rows.append(Row(case.case, schedule, k.kernel, k.op_class,
+                                pred.kernels[k.kernel], k.measured_s))
+            for s in case.schedules:
+                if s.schedule == schedule:
+                    p = pred.graph_s if s.launch == "graph" else pred.eager_s
+                    scheds.append(Row(case.case, f"{schedule}/{s.launch}", "", "", p, s.measured_s))
+                    if s.launch == "graph":
+                        graph_pred[schedule], graph_meas[schedule] = p, s.measured_s
+        if {"unfused", "fused"} <= set(graph_pred) and _differ(case):
+            speedups.append((case.case, graph_pred["unfused"] / graph_pred["fused"],
+                             graph_meas["unfused"] / graph_meas["fused"]))
+    # a kernel that both schedules share is one measurement target, counted once
+    seen, unique = set(), []
+    for r in rows:
+        key = (r.case, r.kernel)
+        if key not in seen:
+            seen.add(key)
+            unique.append(r)
+    return Summary(unique, speedups, scheds)
+
+
+def _differ(case) -> bool:
+    names = {s: [k.kernel for k in ks] for s, ks in case.kernels.items()}
+    return names.get("unfused") != names.get("fused")
+
+
+def render(summary: Summary) -> str:
+    """The error table: per op class and overall, then the speedups."""
+    from rooflab.report.table import grid
+    by: dict[str, list[float]] = {}
+    for r in summary.kernels:
+        by.setdefault(r.op_class, []).append(abs(r.error))
+    rows = [[c, str(len(v)), f"{statistics.median(v):.1%}", f"{Summary._pct(v, 0.9):.1%}",
+             f"{max(v):.1%}"] for c, v in sorted(by.items())]
+    allv = [abs(r.error) for r in summary.kernels]
+    rows.append(["all", str(len(allv)), f"{summary.median_abs_error:.1%}",
+                 f"{summary.p90_abs_error:.1%}", f"{max(allv):.1%}"])
+    out = [grid(["op class", "kernels", "median |err|", "p90 |err|", "max |err|"], rows)]
+    if summary.speedups:
+        out.append(f"\nfused-vs-unfused speedup (graph replay), {len(summary.speedups)} cases: "
+                   f"median |error| {summary.speedup_median_abs_error:.1%}")
+    bars = (f"bars: median ≤ {MEDIAN_BAR:.0%}, p90 ≤ {P90_BAR:.0%}, speedup median ≤ "
+            f"{SPEEDUP_BAR:.0%}: {'PASS' if summary.passes() else 'FAIL'}")
+    out.append(bars)
+    return "\n".join(out)

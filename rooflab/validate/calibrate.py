@@ -1,0 +1,191 @@
+"""Measure a GPU's ceilings and launch costs, and write them into a hardware spec.
+
+Measured (all on random data, medians of many runs, CUDA events):
+  copy_tb_per_s       device-to-device copy of 2 GiB, read + write bytes counted
+  read_tb_per_s       a Triton read-only reduction over 2 GiB
+  l2_tb_per_s         repeated reads of a 16 MiB buffer that stays in L2 (no flush)
+  gemm_tflops[dtype]  torch.matmul 8192³ for bf16, fp16, tf32; torch._scaled_mm for fp8
+  eager_dispatch_us   host time per tiny eager PyTorch op (x.add_(1) on 1 element)
+  graph_launch_us     per tiny kernel when 2,000 of them replay as one CUDA graph
+  min_kernel_us       event-timed duration of a 1-element Triton kernel after an L2 flush
+  triton_launch_us    host time per launch of a tiny Triton kernel from Python
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+import yaml
+
+from rooflab.hardware import HardwareFile
+
+
+@triton.jit
+def _read_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # x_ptr: input; out_ptr: one partial sum per program; n: elements
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(out_ptr + pid, tl.sum(x, axis=0))
+
+
+@triton.jit
+def _tiny_kernel(x_ptr):
+    # x_ptr: one float, incremented
+    tl.store(x_ptr, tl.load(x_ptr) + 1.0)
+
+
+def _median_ms(fn, rep: int = 200) -> float:
+    return triton.testing.do_bench(fn, warmup=25, rep=rep, return_mode="median")
+
+
+def _events_ms(fn, iters: int) -> float:
+    """Time `iters` calls of fn with events and no L2 flush (for cache-resident loops)."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / iters
+
+
+def measure(log=print) -> dict:
+    """Every ceiling above, as a dict of plain numbers."""
+    dev = torch.device("cuda")
+    out: dict = {}
+    n = 1 << 30                                          # 2 GiB of bf16
+    x = torch.randn(n, device=dev, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    t = _median_ms(lambda: y.copy_(x)) * 1e-3
+    out["copy_tb_per_s"] = 2 * x.numel() * 2 / t / 1e12
+    log(f"copy: {out['copy_tb_per_s']:.3f} TB/s")
+    xf = x.view(torch.float32)
+    block = 4096
+    partial = torch.empty(triton.cdiv(xf.numel(), block), device=dev)
+    t = _median_ms(lambda: _read_kernel[(partial.numel(),)](xf, partial, xf.numel(), BLOCK=block,
+                                                            num_warps=8)) * 1e-3
+    out["read_tb_per_s"] = xf.numel() * 4 / t / 1e12
+    log(f"read: {out['read_tb_per_s']:.3f} TB/s")
+    del x, y, xf
+    small = torch.randn(4 << 20, device=dev)             # 16 MiB: stays in L2
+    part = torch.empty(triton.cdiv(small.numel(), block), device=dev)
+    ms = _events_ms(lambda: _read_kernel[(part.numel(),)](small, part, small.numel(), BLOCK=block,
+                                                         num_warps=8), 200)
+    out["l2_tb_per_s"] = small.numel() * 4 / (ms * 1e-3) / 1e12
+    log(f"L2 read (16 MiB resident): {out['l2_tb_per_s']:.3f} TB/s")
+    del small
+    gemm = {}
+    m = 8192
+    for name, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        a = torch.randn(m, m, device=dev, dtype=dtype)
+        b = torch.randn(m, m, device=dev, dtype=dtype)
+        gemm[name] = 2 * m ** 3 / (_median_ms(lambda: a @ b, 400) * 1e-3) / 1e12
+    torch.backends.cuda.matmul.allow_tf32 = True
+    a = torch.randn(m, m, device=dev)
+    b = torch.randn(m, m, device=dev)
+    gemm["tf32"] = 2 * m ** 3 / (_median_ms(lambda: a @ b, 400) * 1e-3) / 1e12
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a8 = torch.randn(m, m, device=dev).to(torch.float8_e4m3fn)
+    b8 = torch.randn(m, m, device=dev).to(torch.float8_e4m3fn).t()
+    one = torch.tensor(1.0, device=dev)
+    gemm["fp8"] = 2 * m ** 3 / (_median_ms(lambda: torch._scaled_mm(
+        a8, b8, one, one, out_dtype=torch.bfloat16), 400) * 1e-3) / 1e12
+    out["gemm_tflops"] = gemm
+    log("GEMM 8192³ TFLOP/s: " + ", ".join(f"{k} {v:.0f}" for k, v in gemm.items()))
+    del a, b, a8, b8
+    tiny = torch.zeros(1, device=dev)
+    for _ in range(100):
+        tiny.add_(1.0)
+    torch.cuda.synchronize()
+    reps = 3000
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        tiny.add_(1.0)
+    torch.cuda.synchronize()
+    out["eager_dispatch_us"] = (time.perf_counter() - t0) / reps * 1e6
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        tiny.add_(1.0)
+    torch.cuda.current_stream().wait_stream(s)
+    nodes = 2000
+    with torch.cuda.graph(g):
+        for _ in range(nodes):
+            tiny.add_(1.0)
+    out["graph_launch_us"] = _events_ms(g.replay, 20) * 1e3 / nodes
+    _tiny_kernel[(1,)](tiny)
+    out["min_kernel_us"] = _median_ms(lambda: _tiny_kernel[(1,)](tiny)) * 1e3
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        _tiny_kernel[(1,)](tiny)
+    torch.cuda.synchronize()
+    out["triton_launch_us"] = (time.perf_counter() - t0) / reps * 1e6
+    log(f"eager dispatch {out['eager_dispatch_us']:.2f} µs/op, graph {out['graph_launch_us']:.2f} "
+        f"µs/kernel, min kernel {out['min_kernel_us']:.2f} µs, Triton launch "
+        f"{out['triton_launch_us']:.2f} µs")
+    return out
+
+
+def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> dict:
+    """The base spec with its measured figures replaced; every replaced figure cites `CAL`."""
+    spec = base.model_dump(exclude_none=True)
+    date = provenance["date"][:10]
+    spec["name"] = base.name
+    spec["display_name"] = f"{base.display_name} (calibrated {date})"
+    spec["calibrated_from"] = raw_path
+    spec["sources"]["CAL"] = (f"rooflab calibrate --gpu on {provenance['gpu']}, {provenance['date']}, "
+                              f"torch {provenance['torch']}, triton {provenance['triton']}: {raw_path}")
+
+    def fig(value, note):
+        return {"value": round(value, 4), "source": "CAL", "note": note}
+
+    peak_bw = base.memory.hbm_tb_per_s.value
+    spec["efficiency"]["hbm"] = fig(min(1.0, m["copy_tb_per_s"] / peak_bw),
+                                    f"copy {m['copy_tb_per_s']:.3f} TB/s of {peak_bw}")
+    spec["memory"]["l2_tb_per_s"] = fig(m["l2_tb_per_s"], "16 MiB resident read")
+    g = m["gemm_tflops"]
+    bf16_peak = base.tensor_tflops["bf16"].value
+    spec["efficiency"]["tensor"] = fig(min(1.0, g["bf16"] / bf16_peak),
+                                       f"bf16 8192³ {g['bf16']:.0f} TFLOP/s")
+    by = dict(spec["efficiency"].get("tensor_by_dtype", {}))
+    for fam in ("fp16", "tf32", "fp8"):
+        if fam in base.tensor_tflops and fam in g:
+            peak = base.tensor_tflops[fam].value
+            by[fam] = fig(min(1.0, g[fam] / peak), f"8192³ {g[fam]:.0f} TFLOP/s")
+    spec["efficiency"]["tensor_by_dtype"] = by
+    spec["launch"]["eager_dispatch_us"] = fig(m["eager_dispatch_us"], "tiny eager PyTorch op")
+    spec["launch"]["graph_launch_us"] = fig(m["graph_launch_us"], "2,000 tiny ops in one CUDA graph")
+    spec["launch"]["min_kernel_us"] = fig(m["min_kernel_us"], "1-element Triton kernel, event-timed")
+    spec["launch"]["triton_launch_us"] = fig(m["triton_launch_us"], "tiny Triton kernel launched from Python")
+    HardwareFile.model_validate(spec)
+    return spec
+
+
+def calibrate(base: HardwareFile, spec_out: Path, raw_out: Path, provenance: dict,
+              log=print) -> dict:
+    """Measure, then write the raw figures (JSON) and the calibrated spec (YAML)."""
+    m = measure(log)
+    raw_out.parent.mkdir(parents=True, exist_ok=True)
+    raw_out.write_text(json.dumps({"provenance": provenance, "measured": m}, indent=1) + "\n")
+    spec = write_spec(base, m, provenance, str(raw_out))
+    spec_out.parent.mkdir(parents=True, exist_ok=True)
+    header = (f"# {base.display_name}, calibrated by `rooflab calibrate --gpu` on "
+              f"{provenance['date']}.\n# Figures citing CAL were measured; the rest are the "
+              f"datasheet spec's ({base.name}).\n")
+    spec_out.write_text(header + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    return m
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,509 @@
+"""Generate a Triton kernel that computes exactly what one rooflab kernel computes.
+
+Three generated shapes of kernel cover the pointwise / reduction / GEMM families; attention and
+quantized GEMMs use hand-written templates (`attention.py`, `qgemm.py`):
+
+  pointwise   a 1-D grid over the kernel's output elements; every op is one line of fp32 math
+  row         one program per row of a last-axis reduction (reduce, softmax, rmsnorm, layernorm)
+              with its pointwise prologue and epilogue
+  gemm        a tiled matmul (batched, transposes) whose epilogue runs the fused pointwise ops
+              on the fp32 accumulator tile
+
+Every tensor the kernel reads from outside is addressed from the kernel's iteration space by one
+of a few broadcast patterns (full, trailing dims such as a bias row, leading dims such as a
+per-row scalar); anything else raises `Unsupported` with the reason, and the suite skips it.
+Sources are written to a cache folder and imported, because `triton.jit` needs a real file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from rooflab.graph import Graph, Tensor
+from rooflab.ops import RULES, Role
+from rooflab.schedule import Kernel
+from rooflab.validate.common import Unsupported
+
+TL_DTYPES = {"fp32": "tl.float32", "tf32": "tl.float32", "bf16": "tl.bfloat16",
+             "fp16": "tl.float16", "fp8_e4m3": "tl.float8e4nv", "fp8_e5m2": "tl.float8e5",
+             "int32": "tl.int32", "int64": "tl.int64"}
+
+_UNARY = {
+    "relu": "tl.maximum({x}, 0.0)",
+    "gelu": "0.5 * {x} * (1.0 + (2.0 * tl.sigmoid(1.5957691216057308 * ({x} + 0.044715 * {x} * {x} * {x})) - 1.0))",
+    "silu": "{x} * tl.sigmoid({x})",
+    "sigmoid": "tl.sigmoid({x})",
+    "tanh": "2.0 * tl.sigmoid(2.0 * {x}) - 1.0",
+    "exp": "tl.exp({x})",
+    "neg": "-{x}",
+    "sqrt": "tl.sqrt(tl.abs({x}))",
+    "rsqrt": "tl.rsqrt(tl.abs({x}) + 1.0)",
+    "square": "{x} * {x}",
+    "abs": "tl.abs({x})",
+    "copy": "{x}",
+    "dequantize": "{x}",
+}
+_BINARY = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "div": "{a} / {b}",
+           "maximum": "tl.maximum({a}, {b})", "minimum": "tl.minimum({a}, {b})"}
+
+
+@dataclass
+class Built:
+    """A runnable kernel: reads `inputs` from an environment of tensors, returns `outputs`."""
+    name: str
+    kind: str                                  # pointwise | row | gemm | template
+    inputs: list[str]
+    outputs: list[str]
+    run: Callable[[dict], dict]                # env -> {output name: tensor}
+    source: str = ""
+    meta: dict = field(default_factory=dict)
+
+
+class _Views:
+    def __init__(self, graph: Graph):
+        self.root: dict[str, str] = {}
+        self.permuted: set[str] = set()
+        for op in graph.ops:
+            if RULES[op.kind].role is Role.VIEW:
+                src = op.inputs[0]
+                self.root[op.outputs[0]] = self.root.get(src, src)
+                if op.kind == "permute" or src in self.permuted:
+                    self.permuted.add(op.outputs[0])
+
+    def __call__(self, t: str) -> str:
+        return self.root.get(t, t)
+
+
+def escaping(graph: Graph, kernel: Kernel, views: _Views) -> list[str]:
+    """Tensors the kernel makes that an op outside it reads, or the workload returns."""
+    members = set(kernel.ops)
+    outs = {views(t) for t in graph.outputs}
+    readers: dict[str, set[int]] = {}
+    for i, op in enumerate(graph.ops):
+        if RULES[op.kind].role is not Role.VIEW:
+            for t in op.inputs:
+                readers.setdefault(views(t), set()).add(i)
+    made = [t for i in kernel.ops for t in graph.ops[i].outputs]
+    return [t for t in made if t in outs or readers.get(t, set()) - members]
+
+
+def external_inputs(graph: Graph, kernel: Kernel, views: _Views) -> list[str]:
+    made = {t for i in kernel.ops for t in graph.ops[i].outputs}
+    seen: list[str] = []
+    for i in kernel.ops:
+        for t in graph.ops[i].inputs:
+            r = views(t)
+            if r not in made and r not in seen:
+                seen.append(r)
+    return seen
+
+
+# ------------------------------------------------------------------------------------------
+class _Space:
+    """Iteration space of a generated kernel and how to index a tensor from it."""
+
+    def __init__(self, shape: tuple[int, ...], flat: str, mask: str, col: str, row: str,
+                 row_is_scalar: bool = False):
+        self.shape = shape
+        self.n = math.prod(shape)
+        self.c = shape[-1]
+        self.flat, self.mask, self.col, self.row = flat, mask, col, row
+        self.row_is_scalar = row_is_scalar
+
+    def index(self, t: Tensor) -> tuple[str, bool]:
+        """(index expression, is it a per-row scalar) for reading `t` broadcast to the space."""
+        n = t.numel
+        dims = list(t.shape)
+        while dims and dims[0] == 1:
+            dims.pop(0)
+        if n == self.n:
+            return self.flat, False
+        if n == 1:
+            return "0", self.row_is_scalar
+        if tuple(dims) == tuple(self.shape[len(self.shape) - len(dims):]):
+            return (self.col, False) if n == self.c else (f"({self.flat}) % {n}", False)
+        lead = list(t.shape)
+        while lead and lead[-1] == 1:
+            lead.pop()
+        if tuple(lead) == tuple(self.shape[:len(lead)]):
+            if n * self.c == self.n:
+                return self.row, self.row_is_scalar
+            return f"({self.flat}) // {self.n // n}", False
+        raise Unsupported(f"broadcast of {t.name} {list(t.shape)} to {list(self.shape)}")
+
+
+class _Emitter:
+    """Turns the kernel's ops into lines of fp32 Triton code over a `_Space`."""
+
+    def __init__(self, graph: Graph, kernel: Kernel, views: _Views, space: _Space):
+        self.g, self.k, self.views, self.space = graph, kernel, views, space
+        self.lines: list[str] = []
+        self.vars: dict[str, str] = {}
+        self.params: list[str] = []            # pointer parameter per external tensor
+        self.param_of: dict[str, str] = {}
+        self.scalar_vars: set[str] = set()
+
+    def ptr(self, t: str) -> str:
+        if t not in self.param_of:
+            self.param_of[t] = f"p{len(self.params)}"
+            self.params.append(t)
+        return self.param_of[t]
+
+    def value(self, t: str) -> str:
+        r = self.views(t)
+        if r in self.vars:
+            return self.vars[r]
+        if t in self.views.permuted:
+            raise Unsupported(f"{t} is a permuted view")
+        tensor = self.g.tensors[r]
+        idx, scalar = self.space.index(self.g.tensors[t] if t in self.g.tensors else tensor)
+        var = f"v{len(self.vars)}"
+        conv = ".to(tl.float32)" if tensor.dtype.is_float or tensor.dtype.name == "int4" else ""
+        if scalar:
+            self.lines.append(f"{var} = tl.load({self.ptr(r)} + {idx}){conv}")
+            self.scalar_vars.add(var)
+        else:
+            self.lines.append(f"{var} = tl.load({self.ptr(r)} + {idx}, mask={self.space.mask}, "
+                              f"other=0.0){conv}")
+        self.vars[r] = var
+        return var
+
+    def assign(self, t: str, expr: str) -> str:
+        var = f"v{len(self.vars)}"
+        self.lines.append(f"{var} = {expr}")
+        self.vars[self.views(t)] = var
+        return var
+
+    def pointwise(self, i: int) -> None:
+        op = self.g.ops[i]
+        out = op.outputs[0]
+        out_dt = self.g.tensors[out].dtype.name
+        if op.kind in _BINARY:
+            a, b = (self.value(t) for t in op.inputs)
+            self.assign(out, _BINARY[op.kind].format(a=a, b=b))
+        elif op.kind == "scale":
+            self.assign(out, f"{self.value(op.inputs[0])} * {float(op.attrs.get('factor', 1.0))!r}")
+        elif op.kind in ("cast", "quantize"):
+            x = self.value(op.inputs[0])
+            if out_dt not in TL_DTYPES:
+                raise Unsupported(f"cast to {out_dt}")
+            if out_dt.startswith("fp8"):
+                lim = 448.0 if out_dt == "fp8_e4m3" else 57344.0
+                x = f"tl.minimum(tl.maximum({x}, -{lim}), {lim})"
+            self.assign(out, f"({x}).to({TL_DTYPES[out_dt]}).to(tl.float32)")
+        elif op.kind == "causal_mask":
+            x = self.value(op.inputs[0])
+            sq, sk = self.g.tensors[out].shape[-2:]
+            f = self.space.flat
+            self.assign(out, f"tl.where(({f}) % {sk} <= (({f}) // {sk}) % {sq} + {sk - sq}, "
+                             f"{x}, float('-inf'))")
+        elif op.kind == "rotary":
+            self._rotary(op)
+        elif op.kind in _UNARY:
+            if op.kind == "dequantize" and "group_size" in op.attrs:
+                raise Unsupported("grouped dequantize runs through the w4a16 templates")
+            self.assign(out, _UNARY[op.kind].format(x=self.value(op.inputs[0])))
+        elif op.kind == "embedding":
+            self._embedding(op)
+        else:
+            raise Unsupported(f"{op.kind} in a generated pointwise kernel")
+
+    def _rotary(self, op) -> None:
+        x_name = self.views(op.inputs[0])
+        if x_name in self.vars or op.inputs[0] in self.views.permuted:
+            raise Unsupported("rotary of a value made inside the kernel (needs its partner lane)")
+        x = self.value(op.inputs[0])
+        cos, sin = self.value(op.inputs[1]), self.value(op.inputs[2])
+        d = self.g.tensors[op.outputs[0]].shape[-1]
+        half = d // 2
+        f = self.space.flat
+        partner = f"tl.where(({f}) % {d} < {half}, ({f}) + {half}, ({f}) - {half})"
+        xp = f"v{len(self.vars)}p"
+        self.lines.append(f"{xp} = tl.load({self.ptr(x_name)} + {partner}, mask={self.space.mask}, "
+                          "other=0.0).to(tl.float32)")
+        rot = f"tl.where(({f}) % {d} < {half}, -{xp}, {xp})"
+        self.assign(op.outputs[0], f"{x} * {cos} + {rot} * {sin}")
+
+    def _embedding(self, op) -> None:
+        table, ids = op.inputs
+        d = self.g.tensors[table].shape[1]
+        vocab = self.g.tensors[table].shape[0]
+        f = self.space.flat
+        idv = f"v{len(self.vars)}i"
+        self.lines.append(f"{idv} = tl.load({self.ptr(self.views(ids))} + ({f}) // {d}, "
+                          f"mask={self.space.mask}, other=0).to(tl.int64) % {vocab}")
+        self.assign(op.outputs[0], f"tl.load({self.ptr(self.views(table))} + {idv} * {d} + "
+                                   f"({f}) % {d}, mask={self.space.mask}, other=0.0).to(tl.float32)")
+
+    def store(self, t: str, full_index: str | None = None) -> None:
+        r = self.views(t)
+        dt = self.g.tensors[r].dtype.name
+        if dt not in TL_DTYPES:
+            raise Unsupported(f"store of {dt}")
+        var = self.vars[r]
+        tensor = self.g.tensors[r]
+        if var in self.scalar_vars or (tensor.numel * self.space.c == self.space.n
+                                       and self.space.row_is_scalar):
+            self.lines.append(f"tl.store({self.ptr(r)} + {self.space.row}, "
+                              f"{var}.to({TL_DTYPES[dt]}))")
+        else:
+            if tensor.numel != self.space.n:
+                raise Unsupported(f"store of {t} {list(tensor.shape)} from a "
+                                  f"{list(self.space.shape)} kernel")
+            self.lines.append(f"tl.store({self.ptr(r)} + {full_index or self.space.flat}, "
+                              f"{var}.to({TL_DTYPES[dt]}), mask={self.space.mask})")
+
+
+# ------------------------------------------------------------------------------------------
+_CACHE = Path(os.environ.get("ROOFLAB_KERNEL_CACHE", Path(tempfile.gettempdir()) / "rooflab_kernels"))
+
+
+class Lazy:
+    """Generated source, imported (and so compiled by Triton) only when first launched."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self._mod = None
+
+    @property
+    def kernel(self):
+        if self._mod is None:
+            self._mod = load_source(self.source)
+        return self._mod.kernel
+
+
+def load_source(source: str):
+    """Import generated Triton source from a file (triton.jit reads the source of its function)."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:16]
+    _CACHE.mkdir(parents=True, exist_ok=True)
+    path = _CACHE / f"k_{digest}.py"
+    if not path.exists():
+        path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"rooflab_k_{digest}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _header() -> str:
+    return "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+
+
+def _indent(lines: list[str], n: int = 4) -> str:
+    return "\n".join(" " * n + line for line in lines)
+
+
+def _alloc(g: Graph, names: list[str], device):
+    import torch
+    from rooflab.validate.reference import torch_dtype
+    return {t: torch.empty(g.tensors[t].shape, dtype=torch_dtype(g.tensors[t].dtype.name),
+                           device=device) for t in names}
+
+
+def gen_pointwise(g: Graph, kernel: Kernel, views: _Views) -> Built:
+    outs = escaping(g, kernel, views)
+    shape = max((g.tensors[views(t)].shape for i in kernel.ops for t in g.ops[i].outputs),
+                key=math.prod)
+    space = _Space(shape, "offs", "mask", f"offs % {shape[-1]}", f"offs // {shape[-1]}")
+    em = _Emitter(g, kernel, views, space)
+    for i in kernel.ops:
+        em.pointwise(i)
+    for t in outs:
+        em.store(t)
+    ins = [t for t in em.params if t not in outs]
+    params = ", ".join(em.param_of[t] for t in em.params)
+    n = space.n
+    src = (_header() + f"def kernel({params}, BLOCK: tl.constexpr):\n"
+           "    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)\n"
+           f"    mask = offs < {n}\n" + _indent(em.lines) + "\n")
+    mod = Lazy(src)
+    block = 1024 if n >= 1 << 20 else 512
+
+    def run(env):
+        out = _alloc(g, outs, env[ins[0]].device if ins else "cuda")
+        args = [env[t] if t in env and t not in out else out[t] for t in em.params]
+        mod.kernel[(triton_cdiv(n, block),)](*args, BLOCK=block, num_warps=4)
+        return out
+    return Built(kernel.name, "pointwise", ins, outs, run, src)
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_REDUCE_CODE = {
+    "sum": ["{y} = tl.sum(tl.where(mask, {x}, 0.0), axis=0)"],
+    "mean": ["{y} = tl.sum(tl.where(mask, {x}, 0.0), axis=0) / {c}"],
+    "max": ["{y} = tl.max(tl.where(mask, {x}, float('-inf')), axis=0)"],
+    "softmax": ["{y}m = tl.max(tl.where(mask, {x}, float('-inf')), axis=0)",
+                "{y}e = tl.where(mask, tl.exp({x} - {y}m), 0.0)",
+                "{y} = {y}e / tl.sum({y}e, axis=0)"],
+    "rmsnorm": ["{y}r = tl.rsqrt(tl.sum(tl.where(mask, {x} * {x}, 0.0), axis=0) / {c} + {eps})",
+                "{y} = {x} * {y}r{w}"],
+    "layernorm": ["{y}m = tl.sum(tl.where(mask, {x}, 0.0), axis=0) / {c}",
+                  "{y}d = tl.where(mask, {x} - {y}m, 0.0)",
+                  "{y}r = tl.rsqrt(tl.sum({y}d * {y}d, axis=0) / {c} + {eps})",
+                  "{y} = {y}d * {y}r{w}{b}"],
+}
+
+
+def gen_row(g: Graph, kernel: Kernel, views: _Views) -> Built:
+    red = next(i for i in kernel.ops if RULES[g.ops[i].kind].role is Role.REDUCTION)
+    rop = g.ops[red]
+    x_t = g.tensors[views(rop.inputs[0])]
+    axis = rop.attrs.get("axis", -1) % len(x_t.shape)
+    if axis != len(x_t.shape) - 1:
+        raise Unsupported("reduction over a non-last axis")
+    c = x_t.shape[-1]
+    block_c = 1 << (c - 1).bit_length()
+    if block_c > 32768:
+        raise Unsupported(f"row of {c} elements: multi-pass kernel not generated")
+    space = _Space(x_t.shape, "flat", "mask", "cols", "row", row_is_scalar=True)
+    em = _Emitter(g, kernel, views, space)
+    outs = escaping(g, kernel, views)
+    for i in kernel.ops:
+        op = g.ops[i]
+        if i != red:
+            em.pointwise(i)
+            continue
+        x = em.value(op.inputs[0])
+        w = f" * {em.value(op.inputs[1])}" if len(op.inputs) > 1 else ""
+        b = f" + {em.value(op.inputs[2])}" if len(op.inputs) > 2 else ""
+        y = f"v{len(em.vars)}"
+        for line in _REDUCE_CODE[op.kind]:
+            em.lines.append(line.format(y=y, x=x, c=float(c), eps=float(op.attrs.get("eps", 1e-5)),
+                                        w=w, b=b))
+        em.vars[views(op.outputs[0])] = y
+        if op.kind in ("sum", "mean", "max"):
+            em.scalar_vars.add(y)
+    for t in outs:
+        em.store(t)
+    ins = [t for t in em.params if t not in outs]
+    params = ", ".join(em.param_of[t] for t in em.params)
+    rows = x_t.numel // c
+    src = (_header() + f"def kernel({params}, BLOCK_C: tl.constexpr):\n"
+           "    row = tl.program_id(0).to(tl.int64)\n"
+           "    cols = tl.arange(0, BLOCK_C)\n"
+           f"    mask = cols < {c}\n"
+           f"    flat = row * {c} + cols\n" + _indent(em.lines) + "\n")
+    mod = Lazy(src)
+    warps = 16 if block_c >= 16384 else 8 if block_c >= 2048 else 4
+
+    def run(env):
+        out = _alloc(g, outs, env[ins[0]].device)
+        args = [env[t] if t not in out else out[t] for t in em.params]
+        mod.kernel[(rows,)](*args, BLOCK_C=block_c, num_warps=warps)
+        return out
+    return Built(kernel.name, "row", ins, outs, run, src)
+
+
+def _gemm_config(m: int, n: int, k: int, batch: int) -> dict:
+    """Tile shapes for Hopper by problem size (no autotuning: compile time is device time)."""
+    if m <= 16:
+        return dict(BM=16, BN=64, BK=128, GROUP=1, num_warps=4, num_stages=4)
+    if m <= 64:
+        return dict(BM=64, BN=64, BK=128, GROUP=1, num_warps=4, num_stages=4)
+    tiles = triton_cdiv(m, 128) * triton_cdiv(n, 256) * batch
+    if tiles >= 132:
+        return dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)
+    return dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=3)
+
+
+def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:
+    mm_i = next(i for i in kernel.ops if g.ops[i].kind == "matmul")
+    if mm_i != kernel.ops[0]:
+        raise Unsupported("GEMM prologue")
+    mm = g.ops[mm_i]
+    a_n, b_n = (views(t) for t in mm.inputs)
+    if any(t in views.permuted for t in mm.inputs):
+        raise Unsupported("matmul of a permuted view")
+    a, b = g.tensors[a_n], g.tensors[b_n]
+    c_t = g.tensors[views(mm.outputs[0])]
+    if a.dtype.compute != b.dtype.compute or a.dtype.name not in ("bf16", "fp16", "fp32"):
+        raise Unsupported(f"generated GEMM of {a.dtype.name} x {b.dtype.name}")
+    ta, tb = mm.attrs.get("transpose_a", False), mm.attrs.get("transpose_b", False)
+    m, n = c_t.shape[-2:]
+    k = a.shape[-2] if ta else a.shape[-1]
+    batch = math.prod(c_t.shape[:-2])
+    sa = (1, m) if ta else (k, 1)          # (stride_m, stride_k) of a
+    sb = (1, k) if tb else (n, 1)          # (stride_k, stride_n) of b
+    bsa = m * k if len(a.shape) > 2 and math.prod(a.shape[:-2]) > 1 else 0
+    bsb = k * n if len(b.shape) > 2 and math.prod(b.shape[:-2]) > 1 else 0
+    space = _Space(c_t.shape, "flat", "mask", "rn[None, :]", "(pid_b * M + rm[:, None])")
+    em = _Emitter(g, kernel, views, space)
+    pa, pb = em.ptr(a_n), em.ptr(b_n)
+    em.vars[views(mm.outputs[0])] = "acc"
+    for i in kernel.ops[1:]:
+        em.pointwise(i)
+    outs = escaping(g, kernel, views)
+    for t in outs:
+        em.store(t)
+    ins = [t for t in em.params if t not in outs]
+    params = ", ".join(em.param_of[t] for t in em.params)
+    prec = ', input_precision="ieee"' if a.dtype.name == "fp32" and not mm.attrs.get("tf32") else ""
+    src = _header() + f"""def kernel({params}, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
+    # grouped tile order (Triton tutorial 03) for L2 reuse of A rows and B columns
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1).to(tl.int64)
+    n_m = tl.cdiv(M, BM)
+    n_n = tl.cdiv(N, BN)
+    group = pid // (GROUP * n_n)
+    first_m = group * GROUP
+    size_m = min(n_m - first_m, GROUP)
+    pid_m = first_m + (pid % (GROUP * n_n)) % size_m
+    pid_n = (pid % (GROUP * n_n)) // size_m
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = {pa} + pid_b * {bsa} + rm[:, None] * {sa[0]} + rk[None, :] * {sa[1]}
+    b_ptrs = {pb} + pid_b * {bsb} + rk[:, None] * {sb[0]} + rn[None, :] * {sb[1]}
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a_t = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] + k0 < K), other=0.0)
+        b_t = tl.load(b_ptrs, mask=(rk[:, None] + k0 < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_t, b_t, acc{prec})
+        a_ptrs += BK * {sa[1]}
+        b_ptrs += BK * {sb[0]}
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    flat = pid_b * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]
+""" + _indent(em.lines) + "\n"
+    mod = Lazy(src)
+    cfg = _gemm_config(m, n, k, batch)
+
+    def run(env):
+        out = _alloc(g, outs, env[a_n].device)
+        args = [env[t] if t not in out else out[t] for t in em.params]
+        grid = (triton_cdiv(m, cfg["BM"]) * triton_cdiv(n, cfg["BN"]), batch)
+        mod.kernel[grid](*args, M=m, N=n, K=k, BM=cfg["BM"], BN=cfg["BN"], BK=cfg["BK"],
+                         GROUP=cfg["GROUP"], num_warps=cfg["num_warps"],
+                         num_stages=cfg["num_stages"])
+        return out
+    return Built(kernel.name, "gemm", ins, outs, run, src, {"config": cfg})
+
+
+def build(g: Graph, kernel: Kernel) -> Built:
+    """A Triton kernel computing `kernel`'s escaping outputs from its external inputs."""
+    views = _Views(g)
+    kinds = [g.ops[i].kind for i in kernel.ops]
+    roles = {RULES[k].role for k in kinds}
+    if roles & {Role.COLLECTIVE, Role.OPAQUE}:
+        raise Unsupported(f"{'/'.join(kinds)} does not run on one GPU")
+    if kernel.fusion == "attention" or "attention" in kinds or "qmatmul" in kinds or (
+            "dequantize" in kinds and "matmul" in kinds) or any(
+            k == "dequantize" and "group_size" in g.ops[i].attrs
+            for k, i in zip(kinds, kernel.ops)):
+        from rooflab.validate.kernels import templates
+        return templates.build(g, kernel, views)
+    if Role.GEMM in roles:
+        return gen_gemm(g, kernel, views)
+    if Role.REDUCTION in roles:
+        return gen_row(g, kernel, views)
+    return gen_pointwise(g, kernel, views)

@@ -1,0 +1,110 @@
+"""Map rooflab kernels onto the hand-written Triton templates: FlashAttention (prefill and
+decode, causal, GQA), W4A16 dequant-in-GEMM, the standalone int4 dequantize, and the FP8 GEMM."""
+
+from __future__ import annotations
+
+import math
+
+from rooflab.graph import Graph
+from rooflab.schedule import Kernel
+from rooflab.validate.kernels.codegen import Built, escaping, external_inputs
+from rooflab.validate.common import Unsupported, scales_name
+
+
+def _packed(cache: dict, env: dict, name: str):
+    """int4 weights packed two per byte, made once per tensor (outside any timing)."""
+    from rooflab.validate.kernels import qgemm
+    key = (name, env[name].data_ptr())
+    if key not in cache:
+        cache[key] = qgemm.pack_int4(env[name])
+    return cache[key]
+
+
+def build(g: Graph, kernel: Kernel, views) -> Built:
+    ops = [g.ops[i] for i in kernel.ops]
+    kinds = [op.kind for op in ops]
+    outs = escaping(g, kernel, views)
+    ins = external_inputs(g, kernel, views)
+    cache: dict = {}
+
+    if kernel.fusion == "attention" or kinds == ["attention"]:
+        if kinds == ["attention"]:
+            q, k, v = ops[0].inputs
+            causal = ops[0].attrs.get("causal", True)
+            d = g.tensors[q].shape[-1]
+            sm_scale = ops[0].attrs.get("scale", 1 / math.sqrt(d))
+        else:
+            qk, pv = ops[0], ops[-1]
+            if not qk.attrs.get("transpose_b") or set(kinds[1:-1]) - {"scale", "causal_mask", "softmax"}:
+                raise Unsupported(f"attention pattern {'→'.join(kinds)}")
+            q, k = qk.inputs
+            v = pv.inputs[1]
+            causal = "causal_mask" in kinds
+            sm_scale = math.prod(op.attrs.get("factor", 1.0) for op in ops if op.kind == "scale")
+        if any(t in views.permuted for t in (q, k, v)):
+            raise Unsupported("attention on permuted views")
+        q, k, v = views(q), views(k), views(v)
+        sq = g.tensors[q].shape[2]
+        (out,) = outs
+
+        def run(env):
+            from rooflab.validate.kernels import attention
+            if sq == 1:
+                o = attention.launch_decode(env[q], env[k], env[v], sm_scale)
+            else:
+                o = attention.launch_flash(env[q], env[k], env[v], causal, sm_scale)
+            return {out: o}
+        return Built(kernel.name, "template", [q, k, v], outs, run, "attention.py",
+                     {"template": "decode" if sq == 1 else "flash"})
+
+    if kinds == ["qmatmul"]:
+        x, w = (views(t) for t in ops[0].inputs)
+        wt = g.tensors[w].dtype
+        (out,) = outs
+        if wt.name == "int4":
+            group = ops[0].attrs.get("group_size", 128)
+
+            def run(env):
+                from rooflab.validate.kernels import qgemm
+                y = qgemm.launch_w4a16(env[x], _packed(cache, env, w), env[scales_name(w)], group)
+                return {out: y}
+            return Built(kernel.name, "template", [x, w, scales_name(w)], outs, run, "qgemm.py",
+                         {"template": "w4a16"})
+        if wt.name == "fp8_e4m3" and g.tensors[x].dtype.name == "fp8_e4m3":
+            def run(env):
+                from rooflab.validate.kernels import qgemm
+                key = ("bt", env[w].data_ptr())
+                if key not in cache:      # the template takes B as [N, K] (K-major)
+                    cache[key] = env[w].t().contiguous()
+                return {out: qgemm.launch_fp8(env[x], cache[key], 1.0, 1.0)}
+            return Built(kernel.name, "template", [x, w], outs, run, "qgemm.py",
+                         {"template": "fp8"})
+        raise Unsupported(f"qmatmul of {g.tensors[x].dtype.name} x {wt.name}")
+
+    if kinds in (["dequantize"], ["dequantize", "matmul"]) and "group_size" in ops[0].attrs \
+            and g.tensors[views(ops[0].inputs[0])].dtype.name == "int4":
+        w = views(ops[0].inputs[0])
+        group = ops[0].attrs["group_size"]
+        if kinds == ["dequantize"]:
+            (out,) = outs
+
+            def run(env):
+                from rooflab.validate.kernels import qgemm
+                return {out: qgemm.launch_dequant_int4(_packed(cache, env, w),
+                                                       env[scales_name(w)], group)}
+            return Built(kernel.name, "template", [w, scales_name(w)], outs, run, "qgemm.py",
+                         {"template": "dequant_int4"})
+        mm = ops[1]
+        if mm.inputs[1] != ops[0].outputs[0] or mm.attrs.get("transpose_a") or mm.attrs.get("transpose_b"):
+            raise Unsupported("dequant-in-GEMM with this operand layout")
+        x = views(mm.inputs[0])
+        if outs != [mm.outputs[0]]:
+            raise Unsupported("dequant-in-GEMM whose dequantized weights escape")
+        (out,) = outs
+
+        def run(env):
+            from rooflab.validate.kernels import qgemm
+            return {out: qgemm.launch_w4a16(env[x], _packed(cache, env, w), env[scales_name(w)], group)}
+        return Built(kernel.name, "template", [x, w, scales_name(w)], outs, run, "qgemm.py",
+                     {"template": "w4a16"})
+    raise Unsupported(f"no template for {'→'.join(kinds)}")

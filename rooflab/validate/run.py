@@ -1,0 +1,181 @@
+"""Run a validation suite on the GPU: build each kernel of each schedule as a Triton kernel,
+check it against the PyTorch reference, time it, and record predicted vs measured.
+
+Timing (see accuracy.py for what each number is compared with):
+  * kernels: `triton.testing.do_bench` (warm-up, median of many runs, L2 flushed before each by
+    writing a 256 MB buffer, CUDA events) on fresh random inputs;
+  * schedules: every kernel of the schedule replayed as one CUDA graph, and launched eagerly one
+    by one from Python, each timed the same way.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+import triton
+
+from rooflab import api, workload
+from rooflab.hardware import Hardware
+from rooflab.validate import accuracy
+from rooflab.validate.kernels import codegen
+from rooflab.validate.records import (CaseResult, KernelResult, Provenance, ScheduleResult,
+                                      ValidationFile)
+from rooflab.validate.common import Unsupported
+from rooflab.validate.reference import (TOLERANCE, make_scales, random_input, rel_error,
+                                        run_graph, scales_name)
+from rooflab.validate.suite import Case
+
+SCHEDULES = ("unfused", "fused")
+
+
+class Mismatch(Exception):
+    """A kernel's output differs from the PyTorch reference beyond its dtype's tolerance."""
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def provenance(command: str, spec: str) -> Provenance:
+    props = torch.cuda.get_device_properties(0)
+    try:
+        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        driver = "unknown"
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        sha = ""
+    return Provenance(gpu=props.name, sm_count=props.multi_processor_count, driver=driver,
+                      cuda=str(torch.version.cuda), torch=torch.__version__,
+                      triton=triton.__version__,
+                      date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                      command=command, git_sha=sha, hardware_spec=spec)
+
+
+def bench(fn: Callable[[], object], rep_ms: int = 60) -> tuple[float, float, float]:
+    """(median, p20, p80) seconds of `fn`, L2 flushed before every run."""
+    p50, p20, p80 = triton.testing.do_bench(fn, warmup=10, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
+    return p50 * 1e-3, p20 * 1e-3, p80 * 1e-3
+
+
+def _inputs(graph, seed: int) -> dict[str, torch.Tensor]:
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed)
+    made = {t for op in graph.ops for t in op.outputs}
+    env = {name: random_input(t, "cuda", gen) for name, t in graph.tensors.items()
+           if name not in made}
+    for op in graph.ops:
+        t = graph.tensors[op.inputs[0]] if op.inputs else None
+        group = op.attrs.get("group_size")
+        for name in op.inputs:
+            w = graph.tensors[name]
+            if group and not w.dtype.is_float and w.dtype.name in ("int4", "int8") \
+                    and scales_name(name) not in env:
+                env[scales_name(name)] = make_scales(w, group, "cuda", gen)
+        del t
+    return env
+
+
+@dataclass
+class _Sched:
+    name: str
+    built: list
+    pred: object
+
+
+def run_case(case: Case, hw: Hardware, seed: int = 0, log=print) -> CaseResult:
+    """Build, check and time both schedules of one case. Raises Unsupported to skip it."""
+    graph = workload.load_dict(case.workload)
+    scheds = []
+    for s in SCHEDULES:
+        pred = api.predict_graph(graph, hw, s, "graph")
+        if pred.notes:
+            raise Unsupported("; ".join(pred.notes))
+        scheds.append(_Sched(s, [codegen.build(pred.schedule.graph, k) for k in pred.schedule.kernels], pred))
+    inputs = _inputs(graph, seed)
+    ref = run_graph(graph, inputs)
+    kernels: dict[str, list[KernelResult]] = {}
+    schedules: list[ScheduleResult] = []
+    measured: dict[str, tuple] = {}
+    for sc in scheds:
+        cp = accuracy.predict_case(case.workload, {}, hw, sc.name)
+        results = []
+        for b, k in zip(sc.built, sc.pred.kernels):
+            env = {t: ref[t] for t in b.inputs}
+            got = b.run(env)
+            torch.cuda.synchronize()
+            err = 0.0
+            for t, val in got.items():
+                tol = TOLERANCE.get(graph.tensors[t].dtype.name, 2e-2)
+                e = rel_error(val, ref[t])
+                if not e <= tol:
+                    raise Mismatch(f"{case.name} [{sc.name}] kernel {k.name}: output {t} differs "
+                                   f"from the PyTorch reference by {e:.3g} (tolerance {tol:g})")
+                err = max(err, e)
+            key = tuple(k.ops)
+            if key not in measured:        # a kernel both schedules share is timed once
+                measured[key] = bench(lambda b=b, env=env: b.run(env))
+            p50, p20, p80 = measured[key]
+            results.append(KernelResult(
+                kernel=k.name, ops=list(k.ops), op_class=case.op_class, fusion=k.fusion,
+                flops=k.flops, hbm_bytes=k.hbm_bytes, predicted_s=cp.kernels[k.name],
+                measured_s=p50, measured_p20_s=p20, measured_p80_s=p80, bound=k.bound,
+                max_rel_error=err))
+        kernels[sc.name] = results
+        schedules += _time_schedule(sc, inputs, cp)
+    log(f"  {case.name}: " + ", ".join(
+        f"{s.schedule}/{s.launch} {s.measured_s * 1e6:.1f} µs (pred {s.predicted_s * 1e6:.1f})"
+        for s in schedules))
+    return CaseResult(case=case.name, workload=case.workload, params={}, kernels=kernels,
+                      schedules=schedules)
+
+
+def _time_schedule(sc: _Sched, inputs: dict, cp) -> list[ScheduleResult]:
+    def eager():
+        env = dict(inputs)
+        for b in sc.built:
+            env.update(b.run(env))
+    eager()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        eager()                                   # warm allocations on the capture stream
+    torch.cuda.current_stream().wait_stream(stream)
+    with torch.cuda.graph(graph):
+        eager()
+    g50, _, _ = bench(graph.replay)
+    e50, _, _ = bench(eager)
+    return [ScheduleResult(schedule=sc.name, launch="graph", predicted_s=cp.graph_s, measured_s=g50),
+            ScheduleResult(schedule=sc.name, launch="eager", predicted_s=cp.eager_s, measured_s=e50)]
+
+
+def run_suite(cases: list[Case], hw: Hardware, spec_name: str, command: str,
+              out: str | Path | None = None, log=print) -> ValidationFile:
+    """Run every case; skipped cases are logged with their reason. Mismatches abort."""
+    results = []
+    for i, case in enumerate(cases, 1):
+        log(f"[{i}/{len(cases)}] {case.name}")
+        try:
+            results.append(run_case(case, hw, seed=i, log=log))
+        except Unsupported as e:
+            log(f"  skipped: {e}")
+        torch.cuda.empty_cache()
+    vf = ValidationFile(provenance=provenance(command, spec_name), cases=results)
+    if out:
+        vf.dump(out)
+    return vf
+
+
+if __name__ == "__main__":
+    sys.exit("use `rooflab validate`")
