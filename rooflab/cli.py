@@ -116,17 +116,6 @@ def predict(
 
 
 # ------------------------------------------------------------------------------ validate
-def _gpu_ready(what: str) -> None:
-    try:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
-    except ImportError:
-        raise RooflabError(f"{what} --gpu needs torch and triton: pip install -e '.[gpu]'") from None
-    import torch
-    if not torch.cuda.is_available():
-        raise RooflabError(f"{what} --gpu needs a CUDA GPU, and torch sees none")
-
-
 @app.command()
 @_errors
 def validate(
@@ -170,11 +159,10 @@ def validate(
         return
     if not gpu:
         raise RooflabError("validate runs kernels only with --gpu (or use --dry-run, or --from FILE)")
-    _gpu_ready("validate")
+    from rooflab.validate import gpu as vgpu
+    vgpu.require("validate")
     from rooflab.validate import run as vrun
-    import torch
-    slug = torch.cuda.get_device_name(0).lower().replace("nvidia ", "").replace(" ", "-")
-    out = Path(output or f"reports/validation/{slug}-{accuracy_date()}.json")
+    out = Path(output or f"reports/validation/{vgpu.slug()}-{vgpu.today()}.json")
     if out.exists() and not force:
         raise RooflabError(f"{out} exists; pass --force to overwrite it")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -190,11 +178,6 @@ def _write_validation_html(path: str, vf, force: bool) -> None:
     from rooflab.report import html as html_report
     html_report.write_validation(path, vf, force=force)
     typer.echo(f"wrote {path}")
-
-
-def accuracy_date() -> str:
-    import datetime as dt
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
 
 
 @app.command()
@@ -217,17 +200,11 @@ def calibrate(
     if out.exists() and not force:
         raise RooflabError(f"{out} exists; pass --force to overwrite it")
     base_hw = hwmod.load(base)
-    _gpu_ready("calibrate")
-    import torch
-    import triton
-
+    from rooflab.validate import gpu as vgpu
+    vgpu.require("calibrate")
     from rooflab.validate import calibrate as cal
-    props = torch.cuda.get_device_properties(0)
-    prov = {"gpu": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
-            "triton": triton.__version__, "cuda": str(torch.version.cuda), "date": cal.now(),
-            "command": "rooflab " + " ".join(sys.argv[1:])}
-    slug = props.name.lower().replace("nvidia ", "").replace(" ", "-")
-    raw = Path("reports/calibration") / f"{slug}-{prov['date'][:10]}.json"
+    prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
+    raw = Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json"
     cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True))
     typer.echo(f"wrote {out} and {raw}")
 

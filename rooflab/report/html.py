@@ -210,7 +210,6 @@ def _log_axis(title: str, lo: float, hi: float, fmt) -> dict:
     return dict(type="log", title=dict(text=title, standoff=8),
                 range=[math.log10(lo), math.log10(hi)], showline=True, linecolor="#5f6b7a",
                 mirror=True, ticks="outside", gridcolor="#e6e9ee", zeroline=False,
-                minor=dict(showgrid=True, gridcolor="#f4f5f7", ticks=""),
                 **_decade_ticks(lo, hi, fmt))
 
 

@@ -1,0 +1,38 @@
+"""The GPU checks the CLI needs before validating or calibrating (torch imported lazily)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rooflab.errors import RooflabError
+
+
+def require(what: str) -> None:
+    """RooflabError (one line, exit 2) unless torch, triton and a CUDA GPU are there."""
+    try:
+        import torch
+        import triton  # noqa: F401
+    except ImportError:
+        raise RooflabError(f"{what} --gpu needs torch and triton: pip install -e '.[gpu]'") from None
+    if not torch.cuda.is_available():
+        raise RooflabError(f"{what} --gpu needs a CUDA GPU, and torch sees none")
+
+
+def slug() -> str:
+    """The GPU's name for file names: 'h200', 'h100-80gb-hbm3', ..."""
+    import torch
+    return torch.cuda.get_device_name(0).lower().replace("nvidia ", "").replace(" ", "-")
+
+
+def today() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def provenance(command: str) -> dict:
+    import torch
+    import triton
+    props = torch.cuda.get_device_properties(0)
+    return {"gpu": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
+            "triton": triton.__version__, "cuda": str(torch.version.cuda),
+            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "command": command}
