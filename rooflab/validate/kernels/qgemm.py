@@ -129,7 +129,7 @@ def _w4a16_kernel(
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # wrap out-of-range rows/columns onto valid ones: loads need no mask, stores are masked
     rm = offs_m % M
-    rn = tl.max_contiguous(tl.multiple_of(offs_n % N, BLOCK_N), BLOCK_N)
+    rn = offs_n % N
     offs_j = tl.arange(0, HALF_K)            # packed rows in one K step
 
     n_tiles = tl.cdiv(K, BLOCK_K)
@@ -137,20 +137,20 @@ def _w4a16_kernel(
     t_lo = pid_k * tiles_per_split
     t_hi = tl.minimum(t_lo + tiles_per_split, n_tiles)
 
-    x_even = X + rm[:, None].to(tl.int64) * stride_xm + 2 * offs_j[None, :]
+    x_ptrs = X + rm[:, None].to(tl.int64) * stride_xm + tl.arange(0, BLOCK_K)[None, :]
     w_ptrs = WP + offs_j[:, None] * stride_wk + rn[None, :]
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for t in range(t_lo, t_hi):
         k0 = t * BLOCK_K
         if EVEN_K:
-            xe = tl.load(x_even + k0)
-            xo = tl.load(x_even + k0 + 1)
+            x = tl.load(x_ptrs + k0)
             p = tl.load(w_ptrs + (k0 // 2) * stride_wk)
         else:
-            ke = k0 + 2 * offs_j
-            xe = tl.load(x_even + k0, mask=(ke < K)[None, :], other=0.0)
-            xo = tl.load(x_even + k0 + 1, mask=(ke + 1 < K)[None, :], other=0.0)
-            p = tl.load(w_ptrs + (k0 // 2) * stride_wk, mask=(ke < K)[:, None], other=0)
+            x = tl.load(x_ptrs + k0, mask=(k0 + tl.arange(0, BLOCK_K) < K)[None, :], other=0.0)
+            p = tl.load(w_ptrs + (k0 // 2) * stride_wk, mask=(k0 + 2 * offs_j < K)[:, None],
+                        other=0)
+        # even / odd columns of x meet the low / high nibbles
+        xe, xo = tl.split(tl.reshape(x, (BLOCK_M, HALF_K, 2)))
         if GROUP_SIZE % BLOCK_K == 0:
             s = tl.load(S + (k0 // GROUP_SIZE) * stride_sg + rn).to(tl.float32)[None, :]
         else:
@@ -162,8 +162,8 @@ def _w4a16_kernel(
         # 0x4B000000 | q is the float 2^23 + q; minus (2^23 + 8) leaves q - 8 exactly
         w_lo = ((lo | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0) * s
         w_hi = ((hi | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0) * s
-        acc = tl.dot(xe, w_lo.to(tl.bfloat16), acc)
-        acc = tl.dot(xo, w_hi.to(tl.bfloat16), acc)
+        acc = tl.dot(xe, w_lo.to(xe.dtype), acc)
+        acc = tl.dot(xo, w_hi.to(xo.dtype), acc)
 
     y_mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
     if SPLIT_K == 1:
