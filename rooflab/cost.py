@@ -137,6 +137,35 @@ class _Graphinfo:
         return self.root.get(t, t)
 
 
+def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
+    """The output tile (BM, BN) a tuned Hopper-class GEMM picks for this shape. Skinny
+    (decode-sized) GEMMs narrow BN until the tiles fill the SMs, as GEMV kernels do; large ones
+    take 128x256 when that still fills every SM, else 128x128.
+    NB: libraries choose among more shapes (and split-K); this is the common case."""
+    if m <= 64:
+        bm = 16 if m <= 16 else 64
+        widths = (64, 32, 16) if bm == 16 else (128, 64, 32)
+        best = max(_waves_filled(m, n, batch, bm, bn, sm_count) for bn in widths)
+        # the widest tile within 3% of the best fill: wider tiles reuse activations better
+        return bm, next(bn for bn in widths
+                        if _waves_filled(m, n, batch, bm, bn, sm_count) >= best - 0.03)
+    if -(-m // 128) * -(-n // 256) * batch >= sm_count:
+        return 128, 256
+    return 128, 128
+
+
+def _waves_filled(m: int, n: int, batch: int, bm: int, bn: int, sm_count: int) -> float:
+    tiles = -(-m // bm) * -(-n // bn) * batch
+    return tiles / (-(-tiles // sm_count) * sm_count)
+
+
+def wave_efficiency(m: int, n: int, batch: int, sm_count: int) -> float:
+    """Fraction of the SMs' time a GEMM's tiles keep busy: tiles / (waves x SMs). A grid of 64
+    tiles on 132 SMs leaves half of them idle for its one wave (wave quantization)."""
+    bm, bn = gemm_tile(m, n, batch, sm_count)
+    return _waves_filled(m, n, batch, bm, bn, sm_count)
+
+
 def _attrs_key(attrs: dict) -> tuple:
     return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items()))
 
@@ -151,8 +180,11 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     writes = 0
     tensor_by_dtype: dict[str, int] = {}
     vector = reread = link = 0
+    waves = 1.0
     for i in kernel.ops:
         c = info.costs[i]
+        if c.gemm_mnb:
+            waves = min(waves, wave_efficiency(*c.gemm_mnb, hw.sm_count))
         if c.tensor_flops:
             tensor_by_dtype[c.tensor_dtype] = tensor_by_dtype.get(c.tensor_dtype, 0) + c.tensor_flops
         vector += c.vector_flops
@@ -173,10 +205,11 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     if kernel.fusion == "attention":
         reread += _attention_reread(info, kernel)
     read_bytes = sum(reads.values())
-    tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items())
+    # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
+    tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items()) / waves
     vector_s = vector / hw.vector_rate
     compute_s = max(tensor_s, vector_s)
-    memory_s = (read_bytes + writes) / hw.hbm_rate
+    memory_s = (read_bytes + writes) / hw.hbm_rate / waves
     link_s = link / hw.link_rate if link else 0.0
     ops = tuple(g.ops[i].name for i in kernel.ops)
     return dict(

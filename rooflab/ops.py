@@ -51,6 +51,7 @@ class OpCost:
     link_bytes: int = 0      # bytes each GPU sends over the interconnect
     row_bytes: int = 0       # fp32 bytes of one reduction row that must stay on chip
     passes_if_spilled: int = 1   # passes over the input when the row does not fit on chip
+    gemm_mnb: tuple[int, int, int] | None = None   # a GEMM's (M, N, batch): its output tiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,9 +333,10 @@ class _Matmul:
         flops = 2 * _numel(batch) * m * n * k
         fam = gemm_family(a.dtype, b.dtype, op)
         reads, writes = _rw(ins, outs)
+        mnb = (m, n, _numel(batch))
         if fam is None:
-            return OpCost(vector_flops=flops, reads=reads, writes=writes)
-        return OpCost(tensor_flops=flops, tensor_dtype=fam, reads=reads, writes=writes)
+            return OpCost(vector_flops=flops, reads=reads, writes=writes, gemm_mnb=mnb)
+        return OpCost(tensor_flops=flops, tensor_dtype=fam, reads=reads, writes=writes, gemm_mnb=mnb)
 
 
 def qmatmul_family(x: DType, w: DType) -> str:
@@ -376,7 +378,7 @@ class _QMatmul:
         reads = ((0, x.nbytes), (1, w.nbytes + scale_bytes))
         return OpCost(tensor_flops=2 * _numel(batch) * m * n * k, tensor_dtype=fam,
                       vector_flops=(w.numel if not w.dtype.is_float else 0),
-                      reads=reads, writes=((0, outs[0].nbytes),))
+                      reads=reads, writes=((0, outs[0].nbytes),), gemm_mnb=(m, n, _numel(batch)))
 
 
 # ----------------------------------------------------------------------------- attention

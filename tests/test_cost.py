@@ -24,12 +24,25 @@ def test_big_bf16_gemm_is_compute_bound(write_yaml):
         ops: [{{kind: matmul, name: mm, inputs: [a, b], outputs: [c]}}]
     """)
     k = p.kernels[0]
-    assert k.compute_s == pytest.approx(2 * n**3 / BF16_RATE, rel=1e-12)      # 1.389 ms
-    assert k.memory_s == pytest.approx(3 * n * n * 2 / HBM_RATE, rel=1e-12)   # 94.3 µs
+    # 128x256 tiles: 64 x 32 = 2048 tiles on 132 SMs take 16 waves, the last one part-full
+    waves = 2048 / (16 * 132)
+    assert k.compute_s == pytest.approx(2 * n**3 / BF16_RATE / waves, rel=1e-12)   # 1.43 ms
+    assert k.memory_s == pytest.approx(3 * n * n * 2 / HBM_RATE / waves, rel=1e-12)
     assert k.bound == "compute"
-    assert k.time_s == pytest.approx(2 * n**3 / BF16_RATE + GRAPH, rel=1e-12)
+    assert k.time_s == pytest.approx(k.compute_s + GRAPH, rel=1e-12)
     assert p.totals.time_s == pytest.approx(DISPATCH + k.time_s, rel=1e-12)
     assert k.intensity == pytest.approx(2 * n**3 / (3 * n * n * 2))        # n/3 FLOP/B
+
+
+def test_small_gemm_wave_quantization(write_yaml):
+    # 1024³: 8 x 8 = 64 tiles of 128x128 fill 64 of 132 SMs for one wave
+    n = 1024
+    p = _predict(write_yaml, f"""
+        name: t
+        tensors: {{a: {{shape: [{n}, {n}], dtype: bf16}}, b: {{shape: [{n}, {n}], dtype: bf16}}}}
+        ops: [{{kind: matmul, name: mm, inputs: [a, b], outputs: [c]}}]
+    """)
+    assert p.kernels[0].compute_s == pytest.approx(2 * n**3 / BF16_RATE * 132 / 64, rel=1e-12)
 
 
 def test_big_add_is_memory_bound(write_yaml):
@@ -52,7 +65,8 @@ def test_fp8_gemm_uses_fp8_peak_and_its_efficiency(write_yaml):
         tensors: {{a: {{shape: [{n}, {n}], dtype: fp8}}, b: {{shape: [{n}, {n}], dtype: fp8}}}}
         ops: [{{kind: qmatmul, name: mm, inputs: [a, b], outputs: [c]}}]
     """)
-    assert p.kernels[0].compute_s == pytest.approx(2 * n**3 / FP8_RATE, rel=1e-12)
+    assert p.kernels[0].compute_s == pytest.approx(2 * n**3 / FP8_RATE / (2048 / (16 * 132)),
+                                                   rel=1e-12)
 
 
 def test_eager_tiny_kernels_wait_for_the_cpu(write_yaml):

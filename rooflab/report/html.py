@@ -37,6 +37,8 @@ _BLOCK_INDEX = re.compile(r"\[\d+\]")
 FONT = "Inter, 'Segoe UI', 'Helvetica Neue', Arial, 'Liberation Sans', sans-serif"
 SCHEDULE_COLORS = ["#3b6fb6", "#e8743b", "#19a979", "#945ecf", "#d64550", "#13a4b4"]
 SCHEDULE_SYMBOLS = ["circle", "diamond", "square", "triangle-up", "star", "hexagon"]
+PART_NAMES = {"compute": "compute-bound", "memory": "memory-bound", "link": "link-bound",
+              "launch": "launch overhead"}
 BOUND_COLORS = {"compute": "#3b6fb6", "memory": "#e8743b", "link": "#945ecf",
                 "launch": "#a8adb4"}
 OP_CLASS_COLORS = {"gemm": "#3b6fb6", "attention": "#945ecf", "pointwise": "#e8743b",
@@ -162,9 +164,12 @@ def _each_total(value: float, count: int, fmt) -> str:
 
 # ------------------------------------------------------------------------------ axes
 def _decade_ticks(lo: float, hi: float, fmt) -> dict:
+    """Ticks at every decade (every other one past 10 decades; 1-2-5 under 3 decades)."""
     a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     step = 1 if b - a <= 10 else 2
-    vals = [10.0 ** e for e in range(a, b + 1, step)]
+    mantissas = (1, 2, 5) if math.log10(hi / lo) < 3 else (1,)
+    vals = [m * 10.0 ** e for e in range(a, b + 1, step) for m in mantissas]
+    vals = [v for v in vals if lo <= v <= hi]
     return dict(tickmode="array", tickvals=vals, ticktext=[fmt(v) for v in vals])
 
 
@@ -187,6 +192,14 @@ def _plain(v: float) -> str:
     return f"{v:g}"
 
 
+def time_unit(max_s: float) -> tuple[float, str]:
+    """(scale, unit) that shows times up to `max_s` without long decimals: 1e3, 'ms'."""
+    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if max_s * scale >= 1:
+            return scale, unit
+    return 1e9, "ns"
+
+
 def _time_tick(v: float) -> str:
     return _si(v, "s")
 
@@ -196,8 +209,9 @@ def _base_layout(height: int, title: str | None = None, **kw) -> dict:
         height=height, template="plotly_white",
         font=dict(family=FONT, size=13, color="#1d2733"),
         margin=dict(l=80, r=30, t=70 if title else 40, b=70),
-        hoverlabel=dict(align="left", namelength=-1, font=dict(family=FONT, size=12),
-                        bgcolor="white", bordercolor="#8a94a3"),
+        hoverlabel=dict(align="left", namelength=-1,
+                        font=dict(family=FONT, size=12, color="#1d2733"),
+                        bgcolor="rgba(255,255,255,0.97)", bordercolor="#8a94a3"),
         paper_bgcolor="white", plot_bgcolor="white",
     )
     if title:
@@ -243,18 +257,20 @@ def _group_hover(g: Group, pred: Prediction, extra: str = "") -> str:
     flops, hbm, t = g.flops, g.hbm_bytes, g.time_s
     inten = flops / hbm if hbm else float("inf")
     rate = flops / t if t else 0.0
-    lines = [f"<b>{_html.escape(g.label)}</b>",
+    each = " each" if n > 1 else ""
+    lines = [f"<b>{_html.escape(g.label)}</b>  ·  {pred.policy}, {pred.launch} launch",
              f"ops: {_ops_text(k)}",
-             f"schedule: {pred.policy} ({pred.launch} launch) on {pred.hardware.name}",
-             f"FLOPs: {_each_total(flops, n, format_flops)} ({unit_label(k)})",
-             f"HBM: {_each_total(g.total('hbm_read_bytes'), n, format_bytes)} read, "
-             f"{_each_total(g.total('hbm_write_bytes'), n, format_bytes)} written",
-             f"intensity: {format_intensity(inten)} FLOP/B · achieved {format_rate(rate)}",
-             f"time: {_each_total(t, n, format_time)}",
-             f"   compute {format_time(g.total('compute_s') / n)}, memory "
-             f"{format_time(g.total('memory_s') / n)}, launch {format_time(g.total('launch_s') / n)}"
-             + (" (each)" if n > 1 else ""),
-             f"bound: <b>{g.bound}</b>"]
+             f"FLOPs{each}: {format_flops(flops / n)} on {unit_label(k)}",
+             f"HBM{each}: {format_bytes(g.total('hbm_read_bytes') / n)} read, "
+             f"{format_bytes(g.total('hbm_write_bytes') / n)} written",
+             f"intensity: {format_intensity(inten)} FLOP/B  ·  achieved {format_rate(rate)}",
+             f"time{each}: <b>{format_time(t / n)}</b> = compute "
+             f"{format_time(g.total('compute_s') / n)} | memory "
+             f"{format_time(g.total('memory_s') / n)}, + launch "
+             f"{format_time(g.total('launch_s') / n)}",
+             f"bound: <b>{g.bound}</b>"
+             + (f"  ·  all {n}: {format_time(t)}, {format_flops(flops)}, "
+                f"{format_bytes(hbm)}" if n > 1 else "")]
     if extra:
         lines.append(extra)
     return "<br>".join(lines)
@@ -329,7 +345,8 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
             x=xs, y=ys, mode="markers", name=f"{_label(p, preds)} kernels",
             legendgroup="kernels", legendgrouptitle_text="kernels (area ∝ share of time)",
             marker=dict(symbol=SCHEDULE_SYMBOLS[i % len(SCHEDULE_SYMBOLS)], size=sizes,
-                        color=color, opacity=0.8, line=dict(color="white", width=1)),
+                        color=_rgba(color, 0.28 if i == 0 else 0.85),
+                        line=dict(color=color if i == 0 else "white", width=1.6 if i == 0 else 1)),
             hovertext=texts, hovertemplate="%{hovertext}<extra></extra>"))
 
     mem, comp = roofs(hw, preds)
@@ -352,9 +369,12 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
             head = points.get((id(c.candidate), name))
             if head is None:
                 continue
-            for s in sources:
-                tail = points.get((id(c.baseline), s))
-                if tail is None or _close(tail, head):
+            tails = [points[(id(c.baseline), s)] for s in sources
+                     if (id(c.baseline), s) in points]
+            if len(tails) < 2:      # the other kernels have no point: the arrow would mislead
+                continue
+            for tail in tails:
+                if _close(tail, head):
                     continue
                 annotations.append(dict(
                     x=math.log10(head[0]), y=math.log10(head[1]), xref="x", yref="y",
@@ -389,6 +409,12 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
     return fig
 
 
+def _rgba(hex_color: str, alpha: float) -> str:
+    h = hex_color.lstrip("#")
+    r, g, b = (int(h[j:j + 2], 16) for j in (0, 2, 4))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
 def _close(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return (abs(math.log10(a[0] / b[0])) < 0.02 and abs(math.log10(a[1] / b[1])) < 0.02)
 
@@ -398,8 +424,8 @@ def _draw_roofs(fig: go.Figure, mem: list[Roof], comp: list[Roof], xr: tuple[flo
     """Memory roofs are slopes (bytes/s × intensity), compute roofs ceilings from the ridge."""
     x_lo, x_hi = xr
     top = max(r.peak for r in comp)
+    top_a = max(r.achievable or r.peak for r in comp)
     hbm = mem[0]
-    legend_shown = False
     for r in mem:
         color = ROOF_COLORS[r.kind]
         ridge = top / r.peak
@@ -411,17 +437,16 @@ def _draw_roofs(fig: go.Figure, mem: list[Roof], comp: list[Roof], xr: tuple[flo
             hovertemplate=f"{_html.escape(r.label)} peak<br>intensity %{{x:.3g}} FLOP/B → "
                           f"%{{y:.3s}}FLOP/s<extra></extra>"))
         if r.achievable:
-            ridge_a = top / r.achievable
+            ridge_a = top_a / r.achievable
             x0a = max(x_lo, y_lo / r.achievable)
             fig.add_trace(go.Scatter(
-                x=[x0a, ridge_a], y=[r.achievable * x0a, top], mode="lines",
+                x=[x0a, ridge_a], y=[r.achievable * x0a, top_a], mode="lines",
                 name=f"{r.label.split()[0]} achievable {format_rate(r.achievable, 'B/s')}",
                 legendgroup="roofs", showlegend=True,
                 line=dict(color=color, width=2.4),
                 hovertemplate=f"{r.label.split()[0]} achievable "
                               f"({format_rate(r.achievable, 'B/s')})<br>intensity %{{x:.3g}} "
                               f"FLOP/B → %{{y:.3s}}FLOP/s<extra></extra>"))
-        legend_shown = True
     for r in comp:
         color = ROOF_COLORS[r.kind]
         ridge = r.peak / hbm.peak
@@ -439,7 +464,6 @@ def _draw_roofs(fig: go.Figure, mem: list[Roof], comp: list[Roof], xr: tuple[flo
                 legendgroup="roofs", line=dict(color=color, width=2.4),
                 hovertemplate=f"{_html.escape(r.label)}: achievable "
                               f"{format_rate(r.achievable)}<extra></extra>"))
-    del legend_shown
 
 
 # ------------------------------------------------------------------------------ breakdown
@@ -482,13 +506,15 @@ def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
                         horizontal_spacing=min(0.3, 0.9 / n) if n > 1 else 0.0)
     rows = 1
     shown_legend: set[str] = set()
-    for i, p in enumerate(preds, 1):
-        segs = _segments(fold(p.kernels))
+    all_segs = [_segments(fold(p.kernels)) for p in preds]
+    scale, unit = time_unit(max((sum(s[1].values()) for segs in all_segs for s in segs),
+                                default=1.0))
+    for i, (p, segs) in enumerate(zip(preds, all_segs), 1):
         rows = max(rows, len(segs))
         labels = [s[0] for s in segs]
         for part in ("compute", "memory", "link", "launch"):
-            vals = [s[1][part] for s in segs]
-            if not any(vals) and part == "link":
+            vals = [s[1][part] * scale for s in segs]
+            if not any(s[1][part] for segs_ in all_segs for s in segs_):
                 continue
             hover = []
             for lab, seg, g, cnt in segs:
@@ -505,24 +531,23 @@ def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
                 hover.append(f"{head}<br>{part}: {format_time(seg[part])} of "
                              f"{format_time(tot)}{detail}")
             fig.add_trace(go.Bar(
-                y=labels, x=vals, orientation="h", name=part, legendgroup=part,
+                y=labels, x=vals, orientation="h", name=PART_NAMES[part], legendgroup=part,
                 showlegend=part not in shown_legend, marker_color=BOUND_COLORS[part],
                 marker_line_width=0, hovertext=hover,
                 hovertemplate="%{hovertext}<extra></extra>"), row=1, col=i)
             shown_legend.add(part)
         fig.update_yaxes(autorange="reversed", automargin=True, tickfont=dict(size=11),
                          row=1, col=i)
-        fig.update_xaxes(title_text="predicted time", ticksuffix="s", exponentformat="SI",
-                         gridcolor="#e6e9ee", showline=True, linecolor="#5f6b7a",
+        fig.update_xaxes(title_text=f"predicted time ({unit})", gridcolor="#e6e9ee", showline=True, linecolor="#5f6b7a",
                          rangemode="tozero", row=1, col=i)
     for i in range(2, n + 1):
         fig.update_xaxes(matches="x", row=1, col=i)
-    height = max(320, 130 + 21 * rows)
+    height = max(280, 150 + 22 * rows)
     fig.update_layout(**_base_layout(
         height, f"Time per kernel · {_html.escape(hw.display_name)} ({hw.name})",
         barmode="stack", bargap=0.25,
-        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom",
-                    title_text="busy time bound by, and launch: ", traceorder="normal"),
+        legend=dict(orientation="h", x=1.0, xanchor="right", y=0.995, yanchor="top",
+                    yref="container", traceorder="normal", font=dict(size=12)),
         margin=dict(l=20, r=30, t=110, b=60)))
     for ann in fig.layout.annotations:          # subplot titles: left-aligned, smaller
         ann.update(font=dict(size=13), yshift=6)
@@ -541,27 +566,27 @@ def totals_figure(preds: Sequence[Prediction]) -> go.Figure:
         for b in ("compute", "memory", "link"):
             parts[b].append(seg[b])
         parts["launch"].append(p.totals.launch_s)
+    scale, unit = time_unit(max(p.totals.time_s for p in preds))
     fig = go.Figure()
     for b, vals in parts.items():
-        if b == "link" and not any(vals):
+        if not any(vals):
             continue
         hover = [f"<b>{p.hardware.name} · {p.policy} ({p.launch} launch)</b><br>{b}: "
                  f"{format_time(v)} of {format_time(p.totals.time_s)}" for p, v in zip(preds, vals)]
-        fig.add_trace(go.Bar(x=xs, y=vals, name=b, marker_color=BOUND_COLORS[b],
+        fig.add_trace(go.Bar(x=xs, y=[v * scale for v in vals], name=PART_NAMES[b],
+                             marker_color=BOUND_COLORS[b],
                              marker_line_width=0, hovertext=hover,
                              hovertemplate="%{hovertext}<extra></extra>"))
     fig.add_trace(go.Scatter(
-        x=xs, y=[p.totals.time_s for p in preds], mode="text", showlegend=False,
+        x=xs, y=[p.totals.time_s * scale for p in preds], mode="text", showlegend=False,
         text=[f"{format_time(p.totals.time_s)}<br>{p.totals.bound}" for p in preds],
         textposition="top center", textfont=dict(size=11, color="#1d2733"), hoverinfo="skip"))
-    ymax = max(p.totals.time_s for p in preds) * 1.25
+    ymax = max(p.totals.time_s for p in preds) * scale * 1.25
     fig.update_layout(**_base_layout(
         400, "Total predicted time per GPU and schedule", barmode="stack", bargap=0.35,
-        yaxis=dict(title="predicted time", ticksuffix="s", exponentformat="SI",
-                   range=[0, ymax], gridcolor="#e6e9ee"),
+        yaxis=dict(title=f"predicted time ({unit})", range=[0, ymax], gridcolor="#e6e9ee"),
         xaxis=dict(showline=True, linecolor="#5f6b7a"),
-        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom",
-                    title_text="time bound by: "),
+        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom"),
         margin=dict(l=80, r=30, t=80, b=70)))
     return fig
 
@@ -731,12 +756,12 @@ def validation_figures(vf) -> list[go.Figure]:
                        for c, s in scheds],
             hovertemplate="%{hovertext}<extra></extra>"))
     sc.update_layout(**_base_layout(
-        640, f"Predicted against measured kernel time · {_html.escape(vf.provenance.gpu)}",
-        xaxis=_log_axis("measured time (median; bars: p20–p80)", lo, hi, _time_tick),
+        700, "Predicted against measured kernel time",
+        xaxis=_log_axis("measured time (median; whiskers: p20–p80)", lo, hi, _time_tick),
         yaxis=_log_axis("predicted time", lo, hi, _time_tick),
-        legend=dict(x=1.01, xanchor="left", y=1.0, yanchor="top", tracegroupgap=14),
-        hovermode="closest", margin=dict(l=80, r=200, t=60, b=60)))
-    sc.update_yaxes(scaleanchor="x", scaleratio=1)
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.13, yanchor="top",
+                    traceorder="grouped", font=dict(size=12)),
+        hovermode="closest", margin=dict(l=80, r=30, t=60, b=150)))
 
     hist = go.Figure()
     errs_all = [100 * k.error for *_, k in rows]
@@ -761,15 +786,19 @@ def validation_figures(vf) -> list[go.Figure]:
                            line=dict(color="#5f6b7a", width=1 if v else 1.5, dash=dash)))
     x_lo_h = min(-30.0, math.floor(lo_e / size) * size - size)
     x_hi_h = max(30.0, math.ceil(hi_e / size) * size + size)
+    labels = [dict(x=v, y=1.0, xref="x", yref="paper", yanchor="bottom", showarrow=False,
+                   text=f"{v:+d}%", font=dict(size=10, color="#5f6b7a"))
+              for v in (-25, -10, 10, 25) if x_lo_h < v < x_hi_h]
     hist.update_layout(**_base_layout(
-        380, "Prediction error of every kernel",
-        barmode="stack", bargap=0.06, shapes=shapes,
+        700, "Prediction error of every kernel",
+        barmode="stack", bargap=0.06, shapes=shapes, annotations=labels,
         xaxis=dict(title="error = (predicted − measured) ÷ measured", ticksuffix="%",
                    range=[x_lo_h, x_hi_h], showline=True, linecolor="#5f6b7a",
                    gridcolor="#e6e9ee", zeroline=False),
         yaxis=dict(title="kernels", gridcolor="#e6e9ee"),
-        legend=dict(x=1.01, xanchor="left", y=1.0, yanchor="top", title_text="op class"),
-        margin=dict(l=70, r=200, t=60, b=60)))
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.13, yanchor="top",
+                    traceorder="normal", title_text="op class: ", font=dict(size=12)),
+        margin=dict(l=70, r=30, t=60, b=150)))
     return [sc, hist]
 
 
@@ -835,6 +864,8 @@ code { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 1
 .b-compute { background: #3b6fb6; } .b-memory { background: #e8743b; }
 .b-link { background: #945ecf; } .b-launch { background: #7d858f; }
 ul.notes { color: #5f6b7a; font-size: 13px; }
+.row { display: flex; gap: 14px; align-items: stretch; }
+.row > .card { flex: 1 1 0; min-width: 0; }
 footer { color: #8a94a3; font-size: 12px; margin-top: 24px; }
 """ % {"font": FONT}
 
@@ -934,7 +965,8 @@ def validation_html(vf) -> str:
     sc, hist = validation_figures(vf)
     parts: list[str | tuple[str, go.Figure]] = [
         validation_summary_html(vf), "<h2>Predicted against measured</h2>",
-        ("rooflab-validation-scatter", sc), ("rooflab-validation-errors", hist)]
+        '<div class="row">', ("rooflab-validation-scatter", sc),
+        ("rooflab-validation-errors", hist), "</div>"]
     return render_page(f"rooflab validation · {vf.provenance.gpu}", parts)
 
 

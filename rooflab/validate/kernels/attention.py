@@ -45,6 +45,9 @@ FLASH_CONFIGS = {
 # (BLOCK_N, num_warps, num_stages) for the decode split kernel.
 DECODE_CONFIG = (64, 4, 3)
 
+# The last compiled kernel launched by each launch_* (registers, spills, PTX for the notes).
+LAST_COMPILED: dict = {}
+
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
                         sm_scale: float) -> torch.Tensor:
@@ -217,7 +220,7 @@ def launch_flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool
         (d, bool(causal)), (64, 64, 4, 2))
     o = torch.empty_like(q)
     grid = (triton.cdiv(sq, block_m), b * hq)
-    _flash_fwd_kernel[grid](
+    LAST_COMPILED["flash"] = _flash_fwd_kernel[grid](
         q, k, v, o,
         q.stride(0), q.stride(1), q.stride(2),
         k.stride(0), k.stride(1), k.stride(2),
@@ -358,7 +361,7 @@ def launch_decode(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, sm_scale: f
     m_part = torch.empty((b, hq, num_splits), device=q.device, dtype=torch.float32)
     l_part = torch.empty((b, hq, num_splits), device=q.device, dtype=torch.float32)
     out = torch.empty((b, hq, 1, d), device=q.device, dtype=q.dtype)
-    _decode_split_kernel[(num_splits, b * hkv)](
+    LAST_COMPILED["decode"] = _decode_split_kernel[(num_splits, b * hkv)](
         q, k, v, o_part, m_part, l_part,
         q.stride(0), q.stride(1),
         k.stride(0), k.stride(1), k.stride(2),

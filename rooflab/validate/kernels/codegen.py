@@ -404,16 +404,14 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views) -> Built:
     return Built(kernel.name, "row", ins, outs, run, src)
 
 
-def _gemm_config(m: int, n: int, k: int, batch: int) -> dict:
-    """Tile shapes for Hopper by problem size (no autotuning: compile time is device time)."""
-    if m <= 16:
-        return dict(BM=16, BN=64, BK=128, GROUP=1, num_warps=4, num_stages=4)
-    if m <= 64:
-        return dict(BM=64, BN=64, BK=128, GROUP=1, num_warps=4, num_stages=4)
-    tiles = triton_cdiv(m, 128) * triton_cdiv(n, 256) * batch
-    if tiles >= 132:
-        return dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)
-    return dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=3)
+def _gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = 132) -> dict:
+    """Launch config for the tile the cost model assumes (cost.gemm_tile); no autotuning,
+    since compile time is device time."""
+    from rooflab.cost import gemm_tile
+    bm, bn = gemm_tile(m, n, batch, sm_count)
+    if bm <= 64:
+        return dict(BM=bm, BN=bn, BK=128 if bn >= 32 else 256, GROUP=1, num_warps=4, num_stages=4)
+    return dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=3)
 
 
 def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:

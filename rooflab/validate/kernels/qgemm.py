@@ -40,6 +40,10 @@ DEQUANT_CONFIG = (32, 256, 4)                       # (packed rows, columns, num
 FP8_CONFIG = (128, 256, 128, 8, 8, 3, False)
 
 
+# The last compiled kernel launched by each launch_* (registers, spills, PTX for the notes).
+LAST_COMPILED: dict = {}
+
+
 # --------------------------------------------------------------------------------------------
 # Packing and torch references
 # --------------------------------------------------------------------------------------------
@@ -232,7 +236,7 @@ def launch_w4a16(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, 
     y = torch.empty((m, n), device=x.device, dtype=x.dtype)
     target = y if split_k == 1 else torch.empty((split_k, m, n), device=x.device,
                                                 dtype=torch.float32)
-    _w4a16_kernel[grid](
+    LAST_COMPILED["w4a16"] = _w4a16_kernel[grid](
         x, w_packed, scales, target, m, n, k,
         x.stride(0), w_packed.stride(0), scales.stride(0), n,
         m * n,
@@ -281,15 +285,18 @@ def _dequant_int4_kernel(
 
 
 def launch_dequant_int4(w_packed: torch.Tensor, scales: torch.Tensor, group: int,
-                        k: int | None = None) -> torch.Tensor:
-    """bf16 [K, N] from packed int4 [ceil(K/2), N] and scales; K defaults to 2 * packed rows."""
+                        k: int | None = None, config: tuple | None = None) -> torch.Tensor:
+    """bf16 [K, N] from packed int4 [ceil(K/2), N] and scales; K defaults to 2 * packed rows.
+
+    `config` = (packed rows, columns, num_warps) per program overrides DEQUANT_CONFIG.
+    """
     k2, n = w_packed.shape
     k = 2 * k2 if k is None else k
     w_packed, scales = _check_int4(w_packed, scales, group, k)
-    block_r, block_n, num_warps = DEQUANT_CONFIG
+    block_r, block_n, num_warps = config or DEQUANT_CONFIG
     w = torch.empty((k, n), device=w_packed.device, dtype=torch.bfloat16)
     grid = (triton.cdiv(k2, block_r), triton.cdiv(n, block_n))
-    _dequant_int4_kernel[grid](
+    LAST_COMPILED["dequant_int4"] = _dequant_int4_kernel[grid](
         w_packed, scales, w, k, n, k2,
         w_packed.stride(0), scales.stride(0), w.stride(0),
         GROUP_SIZE=group, BLOCK_R=block_r, BLOCK_N=block_n, num_warps=num_warps,
@@ -422,13 +429,13 @@ def launch_fp8(a: torch.Tensor, b: torch.Tensor, scale_a, scale_b,
             raise ValueError("TMA needs 16-byte aligned row strides")
         a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
         b_desc = TensorDescriptor.from_tensor(b, [bn, bk])
-        _fp8_gemm_tma_kernel[grid](
+        LAST_COMPILED["fp8"] = _fp8_gemm_tma_kernel[grid](
             a_desc, b_desc, c, sa, sb, m, n, k, c.stride(0),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m,
             num_warps=num_warps, num_stages=num_stages,
         )
     else:
-        _fp8_gemm_kernel[grid](
+        LAST_COMPILED["fp8"] = _fp8_gemm_kernel[grid](
             a, b, c, sa, sb, m, n, k, a.stride(0), b.stride(0), c.stride(0),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m, EVEN_K=(k % bk == 0),
             num_warps=num_warps, num_stages=num_stages,
