@@ -5,7 +5,8 @@ What a measurement corresponds to (rooflab/validate/run.py times it this way):
   kernel         one launch after an L2 flush, timed with CUDA events: busy time + min_kernel_s
                  (the host's launch is hidden behind the flush, so no dispatch stall)
   graph schedule the schedule's kernels replayed as one CUDA graph after an L2 flush:
-                 Σ (busy + graph_launch_s); the graph's own launch is hidden by the flush
+                 Σ (busy + graph_launch_s), the first kernel starting like a lone kernel
+                 (min_kernel_s instead of graph_launch_s); the graph's launch hides in the flush
   eager schedule the kernels launched one by one from Python: the eager launch model with the
                  spec's `triton_launch_us` as the per-kernel dispatch, less the first dispatch
 """
@@ -40,7 +41,7 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
         busy = max(k.compute_s, k.memory_s, k.link_s)
         kernels[k.name] = busy + hw.min_kernel_s
         bounds[k.name] = k.bound if k.bound != "launch" else "launch"
-    graph_s = pred.totals.time_s - hw.eager_dispatch_s
+    graph_s = pred.totals.time_s - hw.eager_dispatch_s + hw.min_kernel_s - hw.graph_launch_s
     dispatch = hw.triton_launch_s or hw.eager_dispatch_s
     eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager")
     return CasePrediction(kernels, bounds, graph_s, eager.totals.time_s - dispatch)

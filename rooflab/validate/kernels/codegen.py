@@ -394,7 +394,7 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views) -> Built:
            f"    mask = cols < {c}\n"
            f"    flat = row * {c} + cols\n" + _indent(em.lines) + "\n")
     mod = Lazy(src)
-    warps = 16 if block_c >= 16384 else 8 if block_c >= 2048 else 4
+    warps = 32 if block_c >= 32768 else 16 if block_c >= 8192 else 8 if block_c >= 2048 else 4
 
     def run(env):
         out = _alloc(g, outs, env[ins[0]].device)
