@@ -35,6 +35,18 @@ TL_DTYPES = {"fp32": "tl.float32", "tf32": "tl.float32", "bf16": "tl.bfloat16",
              "fp16": "tl.float16", "fp8_e4m3": "tl.float8e4nv", "fp8_e5m2": "tl.float8e5",
              "int32": "tl.int32", "int64": "tl.int64"}
 
+_SIG_DTYPES = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16",
+               "fp8_e4m3": "fp8e4nv", "fp8_e5m2": "fp8e5", "int64": "i64", "int32": "i32",
+               "int8": "i8", "int4": "i8"}
+
+
+def _signature(g: Graph, params: list[str], constexprs: dict) -> dict:
+    """Triton signature of a generated kernel, to compile it ahead of time without a GPU."""
+    sig = {f"p{i}": "*" + _SIG_DTYPES[g.tensors[t].dtype.name] for i, t in enumerate(params)}
+    sig.update({k: "constexpr" for k in constexprs})
+    return sig
+
+
 _UNARY = {
     "relu": "tl.maximum({x}, 0.0)",
     "gelu": "0.5 * {x} * (1.0 + (2.0 * tl.sigmoid(1.5957691216057308 * ({x} + 0.044715 * {x} * {x} * {x})) - 1.0))",
@@ -331,7 +343,10 @@ def gen_pointwise(g: Graph, kernel: Kernel, views: _Views) -> Built:
         args = [env[t] if t in env and t not in out else out[t] for t in em.params]
         mod.kernel[(triton_cdiv(n, block),)](*args, BLOCK=block, num_warps=4)
         return out
-    return Built(kernel.name, "pointwise", ins, outs, run, src)
+    const = {"BLOCK": block}
+    return Built(kernel.name, "pointwise", ins, outs, run, src,
+                 {"signature": _signature(g, em.params, const), "constexprs": const,
+                  "num_warps": 4})
 
 
 def triton_cdiv(a: int, b: int) -> int:
@@ -401,7 +416,10 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views) -> Built:
         args = [env[t] if t not in out else out[t] for t in em.params]
         mod.kernel[(rows,)](*args, BLOCK_C=block_c, num_warps=warps)
         return out
-    return Built(kernel.name, "row", ins, outs, run, src)
+    const = {"BLOCK_C": block_c}
+    return Built(kernel.name, "row", ins, outs, run, src,
+                 {"signature": _signature(g, em.params, const), "constexprs": const,
+                  "num_warps": warps})
 
 
 def _gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = 132) -> dict:
@@ -484,7 +502,11 @@ def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:
                          GROUP=cfg["GROUP"], num_warps=cfg["num_warps"],
                          num_stages=cfg["num_stages"])
         return out
-    return Built(kernel.name, "gemm", ins, outs, run, src, {"config": cfg})
+    const = {"M": m, "N": n, "K": k, "BM": cfg["BM"], "BN": cfg["BN"], "BK": cfg["BK"],
+             "GROUP": cfg["GROUP"]}
+    return Built(kernel.name, "gemm", ins, outs, run, src,
+                 {"config": cfg, "signature": _signature(g, em.params, const), "constexprs": const,
+                  "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
 
 
 def build(g: Graph, kernel: Kernel) -> Built:

@@ -1,0 +1,175 @@
+"""Validation without a GPU: the suite's coverage, generated kernels (source, and compiled for
+sm_90 when triton is installed), the PyTorch references on the CPU, the one-line refusal without
+a GPU, and the accuracy gate on the committed H200 measurements."""
+
+import ast
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rooflab import api, hardware, workload
+from rooflab.cli import app
+from rooflab.validate import accuracy, records, suite
+from rooflab.validate.common import Unsupported
+from rooflab.validate.kernels import codegen
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+H200 = hardware.load("h200")
+
+
+def _kernels():
+    for case in suite.builtin():
+        g = workload.load_dict(case.workload)
+        for s in ("unfused", "fused"):
+            pred = api.predict_graph(g, H200, s, "graph")
+            for k in pred.schedule.kernels:
+                yield case, s, pred.schedule.graph, k
+
+
+def test_suite_spans_op_classes_sizes_and_schedules():
+    kernels = {(c.name, tuple(k.ops)) for c, _, _, k in _kernels()}
+    assert len(kernels) >= 100
+    classes = {c.op_class for c in suite.builtin()}
+    assert classes >= {"pointwise", "reduction", "gemm", "attention", "quantized", "gather"}
+    sizes = [api.predict_graph(workload.load_dict(c.workload), H200).totals.hbm_bytes
+             for c in suite.builtin()]
+    assert min(sizes) < 100e3 and max(sizes) > 1e9          # kilobytes to gigabytes
+    fused_differs = sum(
+        1 for c in suite.builtin()
+        if [k.ops for k in api.predict_graph(workload.load_dict(c.workload), H200, "unfused").kernels]
+        != [k.ops for k in api.predict_graph(workload.load_dict(c.workload), H200, "fused").kernels])
+    assert fused_differs >= 30
+
+
+def test_every_kernel_is_generated_or_templated():
+    kinds = {}
+    for case, s, g, k in _kernels():
+        b = codegen.build(g, k)            # raises Unsupported if a suite kernel has no kernel
+        kinds[b.kind] = kinds.get(b.kind, 0) + 1
+        if b.kind != "template":
+            ast.parse(b.source)
+    assert set(kinds) == {"pointwise", "row", "gemm", "template"}
+
+
+def test_unsupported_patterns_say_why():
+    g = workload.load_dict({"name": "t", "tensors": {"x": {"shape": [4, 8, 16], "dtype": "bf16"}},
+                            "ops": [{"kind": "permute", "dims": [0, 2, 1], "inputs": ["x"], "outputs": ["y"]},
+                                    {"kind": "relu", "name": "r", "inputs": ["y"], "outputs": ["z"]}]})
+    k = api.predict_graph(g, H200).schedule.kernels[0]
+    with pytest.raises(Unsupported, match="permuted view"):
+        codegen.build(g, k)
+
+
+def test_generated_kernels_compile_for_sm90():
+    triton = pytest.importorskip("triton")
+    from triton.backends.compiler import GPUTarget
+    seen = set()
+    for case, s, g, k in _kernels():
+        b = codegen.build(g, k)
+        if b.kind == "template" or b.source in seen:
+            continue
+        seen.add(b.source)
+        mod = codegen.load_source(b.source)
+        opts = {"num_warps": b.meta["num_warps"]}
+        if "num_stages" in b.meta:
+            opts["num_stages"] = b.meta["num_stages"]
+        src = triton.compiler.ASTSource(fn=mod.kernel, signature=b.meta["signature"],
+                                        constexprs=b.meta["constexprs"])
+        compiled = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=opts)
+        assert "cubin" in compiled.asm, case.name
+    assert len(seen) > 100
+
+
+def test_dry_run_prints_sources():
+    r = runner.invoke(app, ["validate", "--dry-run", "--cases", "add_rmsnorm/T=64,gemm_nt_relu/M=1,"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("# ---- ") == 5
+    assert "@triton.jit" in r.stdout and "tl.rsqrt" in r.stdout and "tl.dot" in r.stdout
+
+
+@pytest.mark.parametrize("cmd", [["validate", "--gpu"], ["calibrate", "--gpu", "-o", "/tmp/never.yaml"]])
+def test_gpu_commands_refuse_without_a_gpu(cmd):
+    try:
+        import torch
+        if torch.cuda.is_available():
+            pytest.skip("a GPU is present")
+    except ImportError:
+        pass
+    r = runner.invoke(app, cmd)
+    assert r.exit_code == 2
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "--gpu needs" in r.stderr
+
+
+def test_references_on_cpu():
+    torch = pytest.importorskip("torch")
+    from rooflab.validate import reference
+    case = suite.add_rmsnorm(4, 64)
+    g = workload.load_dict(case.workload)
+    gen = torch.Generator().manual_seed(0)
+    env = {n: reference.random_input(t, "cpu", gen) for n, t in g.tensors.items() if n in ("x", "res", "w")}
+    out = reference.run_graph(g, env)
+    h = env["x"].float() + env["res"].float()
+    y = h * torch.rsqrt((h * h).mean(-1, keepdim=True) + 1e-5) * env["w"].float()
+    assert reference.rel_error(out["y"], y.to(torch.bfloat16)) < 1e-2
+    att = suite.naive_attention(1, 2, 16, 8)
+    g = workload.load_dict(att.workload)
+    env = {n: reference.random_input(g.tensors[n], "cpu", gen) for n in ("q", "k", "v")}
+    out = reference.run_graph(g, env)
+    sdpa = torch.nn.functional.scaled_dot_product_attention(
+        env["q"].float(), env["k"].float(), env["v"].float(), is_causal=True)
+    assert reference.rel_error(out["o"], sdpa) < 2e-2
+
+
+# -------------------------------------------------------------------------- accuracy gate
+def _committed():
+    files = sorted((ROOT / "reports" / "validation").glob("*.json"))
+    assert files, "no committed validation measurements under reports/validation/"
+    vf = records.load(files[-1])
+    spec = vf.provenance.hardware_spec
+    return vf, hardware.load(str(ROOT / spec) if spec.endswith(".yaml") else spec)
+
+
+def test_committed_h200_measurements_meet_the_accuracy_bar():
+    vf, hw = _committed()
+    summary = accuracy.evaluate(vf, hw)
+    assert len(summary.kernels) >= 100
+    assert summary.median_abs_error <= accuracy.MEDIAN_BAR, accuracy.render(summary)
+    assert summary.p90_abs_error <= accuracy.P90_BAR, accuracy.render(summary)
+    assert summary.speedup_median_abs_error <= accuracy.SPEEDUP_BAR, accuracy.render(summary)
+
+
+@pytest.mark.parametrize("broken", [
+    {"hbm_efficiency": 0.5},                 # bandwidth off by 2x
+    {"min_kernel_s": 0.0},                   # launch latency forgotten
+    {"tensor_flops_per_s": {"bf16": 3e15}},  # a wrong (sparse-like) tensor peak
+])
+def test_a_deliberately_broken_model_fails_the_bar(broken):
+    vf, hw = _committed()
+    bad = replace(hw, **{k: ({**hw.tensor_flops_per_s, **v} if isinstance(v, dict) else v)
+                         for k, v in broken.items()})
+    assert not accuracy.evaluate(vf, bad).passes()
+
+
+def test_validation_records_round_trip(tmp_path):
+    vf, _ = _committed()
+    p = tmp_path / "v.json"
+    vf.dump(p)
+    assert json.loads(p.read_text())["schema"] == records.SCHEMA
+    assert records.load(p) == vf
+
+
+@pytest.mark.gpu
+def test_one_case_end_to_end_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from rooflab.validate import run
+    res = run.run_case(suite.pointwise_chain(16), H200)
+    assert {s.schedule for s in res.schedules} == {"unfused", "fused"}
+    assert all(k.max_rel_error < 2e-2 for ks in res.kernels.values() for k in ks)
