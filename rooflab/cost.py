@@ -209,7 +209,8 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items()) / waves
     vector_s = vector / hw.vector_rate
     compute_s = max(tensor_s, vector_s)
-    memory_s = (read_bytes + writes) / hw.hbm_rate / waves
+    moved = read_bytes + writes
+    memory_s = moved / hw.hbm_rate_for(moved) / waves if moved else 0.0
     link_s = link / hw.link_rate if link else 0.0
     ops = tuple(g.ops[i].name for i in kernel.ops)
     return dict(

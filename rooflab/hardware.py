@@ -6,6 +6,7 @@ Every number in a spec is a `{value, source}` pair whose source is a key of the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -34,12 +35,30 @@ class Fraction(Figure):
     value: float = Field(gt=0, le=1)
 
 
+class Curve(_Strict):
+    """Achieved fraction of peak HBM bandwidth against bytes a kernel moves (read + write), as
+    [[MB, fraction], ...] with MB increasing: small kernels do not reach the asymptote."""
+    points: list[tuple[float, float]] = Field(min_length=2)
+    source: str
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "Curve":
+        mbs = [p[0] for p in self.points]
+        if mbs != sorted(mbs) or len(set(mbs)) != len(mbs) or mbs[0] <= 0:
+            raise ValueError("hbm_curve points must have positive, strictly increasing MB")
+        if not all(0 < f <= 1 for _, f in self.points):
+            raise ValueError("hbm_curve fractions must lie in (0, 1]")
+        return self
+
+
 class MemorySpec(_Strict):
     hbm_gb: Figure                    # decimal GB
     hbm_tb_per_s: Figure              # decimal TB/s
     l2_mb: Figure                     # as the vendor or driver reports it (MB)
     l2_tb_per_s: Figure | None = None
     smem_per_sm_kb: Figure            # largest shared memory one block can use, KB (1024 B)
+    hbm_curve: Curve | None = None    # size-aware achieved bandwidth (from calibration)
 
 
 class InterconnectSpec(_Strict):
@@ -111,6 +130,10 @@ class HardwareFile(_Strict):
             yield f"vector_tflops.{k}", f
         if self.launch.triton_launch_us:
             yield "launch.triton_launch_us", self.launch.triton_launch_us
+        if self.memory.hbm_curve:
+            c = self.memory.hbm_curve
+            if c.source not in self.sources:
+                raise ValueError(f"memory.hbm_curve: source '{c.source}' is not in `sources`")
         for group in ("memory", "launch", "efficiency"):
             sub = getattr(self, group)
             for k in type(sub).model_fields:
@@ -148,6 +171,7 @@ class Hardware:
     hbm_efficiency: float
     link_efficiency: float
     weight_only_gemm: frozenset[str]
+    hbm_curve: tuple[tuple[float, float], ...] = ()   # (bytes moved, fraction of peak)
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -170,6 +194,20 @@ class Hardware:
     @property
     def hbm_rate(self) -> float:
         return self.hbm_bytes_per_s * self.hbm_efficiency
+
+    def hbm_rate_for(self, nbytes: float) -> float:
+        """Achievable HBM bytes/s for a kernel moving `nbytes`: the calibrated size curve,
+        interpolated in log(bytes) and flat beyond its ends; the flat efficiency without one."""
+        pts = self.hbm_curve
+        if not pts:
+            return self.hbm_rate
+        if nbytes <= pts[0][0]:
+            return self.hbm_bytes_per_s * pts[0][1]
+        for (b0, f0), (b1, f1) in zip(pts, pts[1:]):
+            if nbytes <= b1:
+                w = math.log(nbytes / b0) / math.log(b1 / b0)
+                return self.hbm_bytes_per_s * (f0 + w * (f1 - f0))
+        return self.hbm_bytes_per_s * pts[-1][1]
 
     @property
     def link_rate(self) -> float:
@@ -202,6 +240,7 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         hbm_efficiency=eff.hbm.value,
         link_efficiency=eff.interconnect.value,
         weight_only_gemm=frozenset(spec.weight_only_gemm),
+        hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
         source_file=source_file,
         spec=spec,
     )

@@ -48,6 +48,8 @@ ROOF_COLORS = {"hbm": "#c0392b", "l2": "#d68910", "tensor": "#1f4e79", "vector":
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True,
                  "modeBarButtonsToRemove": ["lasso2d", "select2d"],
                  "toImageButtonOptions": {"format": "png", "scale": 2}}
+VENDOR = Path(__file__).resolve().parent / "vendor"
+BASIC_BUNDLE_VERSION = "4.1.1"       # vendor/plotly-basic.min.js (see vendor/README.md)
 MAX_BREAKDOWN_ROWS = 30
 TOP_ARROWS = 12
 
@@ -772,14 +774,21 @@ def validation_figures(vf) -> list[go.Figure]:
         size = 2.5 if span <= 60 else 5 if span <= 150 else 10 if span <= 300 else 25
     else:
         lo_e, hi_e, size = -50.0, 50.0, 5
-    for cls in classes:
-        errs = [100 * k.error for *_, k in rows if k.op_class == cls]
-        hist.add_trace(go.Histogram(
-            x=[min(max(v, -100.0), 400.0) for v in errs], name=cls,
-            marker_color=_op_color(cls, seen), opacity=0.9,
-            xbins=dict(start=math.floor(lo_e / size) * size, end=math.ceil(hi_e / size) * size + size,
-                       size=size),
-            hovertemplate=f"{cls}: %{{y}} kernels with error in %{{x}}%<extra></extra>"))
+    start = math.floor(lo_e / size) * size
+    nbins = int(math.ceil((hi_e - start) / size)) + 1
+    for cls in classes:           # binned here: bars need only the basic plotly.js bundle
+        counts = [0] * nbins
+        for _, _, k in rows:
+            if k.op_class == cls:
+                v = min(max(100 * k.error, -100.0), 400.0)
+                counts[min(nbins - 1, max(0, int((v - start) // size)))] += 1
+        edges = [start + i * size for i in range(nbins)]
+        hist.add_trace(go.Bar(
+            x=[e + size / 2 for e in edges], y=counts, width=[size * 0.94] * nbins, name=cls,
+            marker_color=_op_color(cls, seen), marker_line_width=0,
+            hovertext=[f"{cls}: {n} kernel{'s' if n != 1 else ''} with error "
+                       f"{e:+g}% to {e + size:+g}%" for e, n in zip(edges, counts)],
+            hovertemplate="%{hovertext}<extra></extra>"))
     shapes = []
     for v, dash in ((-25, "dot"), (-10, "dash"), (0, "solid"), (10, "dash"), (25, "dot")):
         shapes.append(dict(type="line", xref="x", yref="paper", x0=v, x1=v, y0=0, y1=1,
@@ -791,7 +800,7 @@ def validation_figures(vf) -> list[go.Figure]:
               for v in (-25, -10, 10, 25) if x_lo_h < v < x_hi_h]
     hist.update_layout(**_base_layout(
         700, "Prediction error of every kernel",
-        barmode="stack", bargap=0.06, shapes=shapes, annotations=labels,
+        barmode="stack", shapes=shapes, annotations=labels,
         xaxis=dict(title="error = (predicted − measured) ÷ measured", ticksuffix="%",
                    range=[x_lo_h, x_hi_h], showline=True, linecolor="#5f6b7a",
                    gridcolor="#e6e9ee", zeroline=False),
@@ -870,6 +879,16 @@ footer { color: #8a94a3; font-size: 12px; margin-top: 24px; }
 """ % {"font": FONT}
 
 
+def plotlyjs_bundle() -> str | None:
+    """The vendored basic plotly.js bundle (scatter and bar: all the reports draw), when it is
+    the version plotly.py writes figures for; None means: embed plotly.py's full bundle."""
+    from plotly.offline import get_plotlyjs_version
+    path = VENDOR / "plotly-basic.min.js"
+    if get_plotlyjs_version() != BASIC_BUNDLE_VERSION or not path.is_file():
+        return None
+    return path.read_text(encoding="utf-8")
+
+
 def _figure_html(fig: go.Figure, div_id: str, first: bool) -> str:
     return pio.to_html(fig, full_html=False, include_plotlyjs=bool(first), div_id=div_id,
                        config=PLOTLY_CONFIG, default_width="100%",
@@ -878,8 +897,9 @@ def _figure_html(fig: go.Figure, div_id: str, first: bool) -> str:
 
 def render_page(title: str, parts: Sequence[str | tuple[str, go.Figure]]) -> str:
     """One self-contained page: HTML strings and (div id, figure) pairs, in order; plotly.js
-    is embedded with the first figure only."""
+    is embedded once, just before the first figure (no CDN: the page opens offline)."""
     body, first, ids = [], True, set()
+    bundle = plotlyjs_bundle() if any(not isinstance(p, str) for p in parts) else None
     for part in parts:
         if isinstance(part, str):
             body.append(part)
@@ -889,7 +909,11 @@ def render_page(title: str, parts: Sequence[str | tuple[str, go.Figure]]) -> str
         while div_id in ids:
             div_id, i = f"{base}-{i}", i + 1
         ids.add(div_id)
-        body.append(f'<div class="card">{_figure_html(fig, div_id, first)}</div>')
+        if first and bundle is not None:
+            body.append("<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>\n"
+                        f"<script charset=\"utf-8\">{bundle}</script>")
+        body.append(f'<div class="card">{_figure_html(fig, div_id, first and bundle is None)}'
+                    "</div>")
         first = False
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"

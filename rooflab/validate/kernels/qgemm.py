@@ -35,6 +35,7 @@ import triton.language as tl
 # (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages), chosen on an H200 by M.
 W4A16_CONFIG_SMALL_M = (16, 128, 128, 4, 4, 4)      # M <= 64: weight-bandwidth bound
 W4A16_CONFIG_LARGE_M = (128, 128, 64, 1, 8, 3)      # compute bound
+W4A16_DEQ_MODE = 2                                  # see _w4a16_kernel's DEQ_MODE
 DEQUANT_CONFIG = (32, 256, 4)                       # (packed rows, columns, num_warps)
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, use_tma)
 FP8_CONFIG = (128, 256, 128, 8, 8, 3, False)
@@ -98,24 +99,43 @@ def reference_fp8(a: torch.Tensor, b: torch.Tensor, scale_a, scale_b) -> torch.T
 # --------------------------------------------------------------------------------------------
 
 @triton.jit
+def _cols_from_halves(a, b, ROWS: tl.constexpr, COLS: tl.constexpr, DT: tl.constexpr):
+    """Two int32 tiles [ROWS, COLS // 4] of 16-bit float bit patterns -> one [ROWS, COLS] tile.
+
+    a holds the values of columns 4c (low half) and 4c + 2 (high half), b those of 4c + 1 and
+    4c + 3; joining them and merging the new dimensions restores the column order."""
+    c0 = (a & 0xFFFF).to(tl.int16).to(DT, bitcast=True)
+    c2 = (a >> 16).to(tl.int16).to(DT, bitcast=True)
+    c1 = (b & 0xFFFF).to(tl.int16).to(DT, bitcast=True)
+    c3 = (b >> 16).to(tl.int16).to(DT, bitcast=True)
+    return tl.reshape(tl.join(tl.join(c0, c2), tl.join(c1, c3)), (ROWS, COLS))
+
+
+@triton.jit
 def _w4a16_kernel(
-    X,                           # x [M, K] bf16, row-major
-    WP,                          # packed int4 weights [ceil(K/2), N] uint8
+    X,                           # x [M, K] bf16 (or fp16), row-major
+    WP,                          # packed int4 weights [ceil(K/2), N] uint8 (DEQ_MODE 2: the
+                                 #   same bytes viewed as int32 [ceil(K/2), N/4])
     S,                           # group scales [ceil(K/GROUP_SIZE), N] bf16
     Y,                           # y [M, N] bf16, or fp32 partials [SPLIT_K, M, N] if SPLIT_K > 1
     M, N, K,                     # problem sizes
     stride_xm,                   # row stride of x
-    stride_wk,                   # row stride of the packed weights
+    stride_wk,                   # row stride of WP, in WP's elements
     stride_sg,                   # row stride of the scales
     stride_ym,                   # row stride of y / of one partial
     stride_ys,                   # stride between partials (SPLIT_K > 1)
-    GROUP_SIZE: tl.constexpr,    # int4 group size along K (even power of two)
+    GROUP_SIZE: tl.constexpr,    # int4 group size along K (even power of two, >= BLOCK_K)
     BLOCK_M: tl.constexpr,       # rows of x per program
     BLOCK_N: tl.constexpr,       # columns of y per program
     BLOCK_K: tl.constexpr,       # K per step (two dots of depth BLOCK_K // 2)
     GROUP_M: tl.constexpr,       # L2 swizzle: programs of GROUP_M row blocks walk N together
     SPLIT_K: tl.constexpr,       # programs sharing one output tile along K
     EVEN_K: tl.constexpr,        # K % BLOCK_K == 0: no K masks
+    DEQ_MODE: tl.constexpr,      # 0: fp32 dequant per weight; 1: integer weights in the dot,
+                                 #   scale and offset per tile; 2: like 1, unpacked 8 at a time
+    MAGIC16: tl.constexpr,       # 16-bit pattern of the float 2^E (0x4300 = 128.0 in bf16,
+                                 #   0x6400 = 1024.0 in fp16); MAGIC16 | q is the float 2^E + q
+    OFFSET: tl.constexpr,        # 2^E + 8: dot(x, 2^E + q) - OFFSET * sum(x) = dot(x, q - 8)
 ):
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -129,6 +149,7 @@ def _w4a16_kernel(
     pid_n = (pid % num_pid_in_group) // group_size_m
 
     HALF_K: tl.constexpr = BLOCK_K // 2
+    DT = X.dtype.element_ty
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # wrap out-of-range rows/columns onto valid ones: loads need no mask, stores are masked
@@ -142,7 +163,13 @@ def _w4a16_kernel(
     t_hi = tl.minimum(t_lo + tiles_per_split, n_tiles)
 
     x_ptrs = X + rm[:, None].to(tl.int64) * stride_xm + tl.arange(0, BLOCK_K)[None, :]
-    w_ptrs = WP + offs_j[:, None] * stride_wk + rn[None, :]
+    if DEQ_MODE == 2:
+        QUARTER_N: tl.constexpr = BLOCK_N // 4
+        rw = (pid_n * QUARTER_N + tl.arange(0, QUARTER_N)) % (N // 4)
+        w_ptrs = WP + offs_j[:, None] * stride_wk + rw[None, :]
+    else:
+        w_ptrs = WP + offs_j[:, None] * stride_wk + rn[None, :]
+    MAGIC32: tl.constexpr = MAGIC16 * 65536 + MAGIC16
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for t in range(t_lo, t_hi):
         k0 = t * BLOCK_K
@@ -155,19 +182,31 @@ def _w4a16_kernel(
                         other=0)
         # even / odd columns of x meet the low / high nibbles
         xe, xo = tl.split(tl.reshape(x, (BLOCK_M, HALF_K, 2)))
-        if GROUP_SIZE % BLOCK_K == 0:
-            s = tl.load(S + (k0 // GROUP_SIZE) * stride_sg + rn).to(tl.float32)[None, :]
+        s = tl.load(S + (k0 // GROUP_SIZE) * stride_sg + rn).to(tl.float32)[None, :]
+        if DEQ_MODE == 0:
+            p = p.to(tl.int32)
+            # 0x4B000000 | q is the float 2^23 + q; minus (2^23 + 8) leaves q - 8 exactly
+            w_lo = (((p & 0xF) | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0) * s
+            w_hi = ((((p >> 4) & 0xF) | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0) * s
+            acc = tl.dot(xe, w_lo.to(DT), acc)
+            acc = tl.dot(xo, w_hi.to(DT), acc)
         else:
-            s = tl.load(S + ((k0 + 2 * offs_j) // GROUP_SIZE)[:, None] * stride_sg + rn[None, :],
-                        mask=((k0 + 2 * offs_j) < K)[:, None], other=0.0).to(tl.float32)
-        p = p.to(tl.int32)
-        lo = p & 0xF
-        hi = (p >> 4) & 0xF
-        # 0x4B000000 | q is the float 2^23 + q; minus (2^23 + 8) leaves q - 8 exactly
-        w_lo = ((lo | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0) * s
-        w_hi = ((hi | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0) * s
-        acc = tl.dot(xe, w_lo.to(xe.dtype), acc)
-        acc = tl.dot(xo, w_hi.to(xo.dtype), acc)
+            if DEQ_MODE == 1:
+                p16 = p.to(tl.int16)
+                w_lo = ((p16 & 0xF) | MAGIC16).to(tl.int16).to(DT, bitcast=True)
+                w_hi = (((p16 >> 4) & 0xF) | MAGIC16).to(tl.int16).to(DT, bitcast=True)
+            else:
+                # one int32 = 4 columns x (even row, odd row); nibble pairs land in 16-bit halves
+                e0 = (p & 0x000F000F) | MAGIC32
+                e1 = ((p >> 8) & 0x000F000F) | MAGIC32
+                o0 = ((p >> 4) & 0x000F000F) | MAGIC32
+                o1 = ((p >> 12) & 0x000F000F) | MAGIC32
+                w_lo = _cols_from_halves(e0, e1, HALF_K, BLOCK_N, DT)
+                w_hi = _cols_from_halves(o0, o1, HALF_K, BLOCK_N, DT)
+            part = tl.dot(xe, w_lo)                    # sum_k x * (2^E + q), exact products
+            part = tl.dot(xo, w_hi, part)
+            xsum = tl.sum(x.to(tl.float32), 1)
+            acc += (part - OFFSET * xsum[:, None]) * s
 
     y_mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
     if SPLIT_K == 1:
@@ -218,7 +257,8 @@ def launch_w4a16(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, 
                  config: tuple | None = None) -> torch.Tensor:
     """y [M, N] bf16 = x [M, K] bf16 @ dequant(w_packed [ceil(K/2), N], scales [ceil(K/g), N]).
 
-    `config` = (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages) overrides the default.
+    `config` = (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages[, DEQ_MODE]) overrides
+    the default (DEQ_MODE 2 needs N % 4 == 0 and falls back to 1 otherwise).
     """
     if x.dim() != 2 or x.dtype not in (torch.bfloat16, torch.float16):
         raise ValueError("x must be a 2-D bf16/fp16 tensor")
@@ -227,21 +267,31 @@ def launch_w4a16(x: torch.Tensor, w_packed: torch.Tensor, scales: torch.Tensor, 
     n = w_packed.shape[1]
     if x.stride(1) != 1:
         x = x.contiguous()
-    bm, bn, bk, split_k, num_warps, num_stages = config or (
-        W4A16_CONFIG_SMALL_M if m <= 64 else W4A16_CONFIG_LARGE_M)
+    cfg = tuple(config or (W4A16_CONFIG_SMALL_M if m <= 64 else W4A16_CONFIG_LARGE_M))
+    bm, bn, bk, split_k, num_warps, num_stages = cfg[:6]
+    mode = cfg[6] if len(cfg) > 6 else W4A16_DEQ_MODE
     bk = min(bk, group)                               # a K step never straddles two groups
+    w_arg, stride_w = w_packed, w_packed.stride(0)
+    if mode == 2:
+        if n % 4 or bn % 4 or stride_w % 4 or w_packed.storage_offset() % 4:
+            mode = 1
+        else:
+            w_arg, stride_w = w_packed.view(torch.int32), stride_w // 4
     n_tiles = triton.cdiv(k, bk)
     split_k = max(1, min(split_k, n_tiles))
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn), split_k)
     y = torch.empty((m, n), device=x.device, dtype=x.dtype)
     target = y if split_k == 1 else torch.empty((split_k, m, n), device=x.device,
                                                 dtype=torch.float32)
+    magic = 0x4300 if x.dtype == torch.bfloat16 else 0x6400   # 128.0 / 1024.0
     LAST_COMPILED["w4a16"] = _w4a16_kernel[grid](
-        x, w_packed, scales, target, m, n, k,
-        x.stride(0), w_packed.stride(0), scales.stride(0), n,
+        x, w_arg, scales, target, m, n, k,
+        x.stride(0), stride_w, scales.stride(0), n,
         m * n,
         GROUP_SIZE=group, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, SPLIT_K=split_k,
-        EVEN_K=(k % bk == 0), num_warps=num_warps, num_stages=num_stages,
+        EVEN_K=(k % bk == 0), DEQ_MODE=mode, MAGIC16=magic,
+        OFFSET=(128.0 if magic == 0x4300 else 1024.0) + 8.0,
+        num_warps=num_warps, num_stages=num_stages,
     )
     if split_k > 1:
         block = 1024
