@@ -167,8 +167,14 @@ def validate(
     if out.exists() and not force:
         raise RooflabError(f"{out} exists; pass --force to overwrite it")
     out.parent.mkdir(parents=True, exist_ok=True)
-    vf = vrun.run_suite(chosen, hw, hardware, "rooflab " + " ".join(sys.argv[1:]), out,
-                        log=lambda m: typer.echo(m, err=True))
+    try:
+        vf = vrun.run_suite(chosen, hw, hardware, "rooflab " + " ".join(sys.argv[1:]), out,
+                            log=lambda m: typer.echo(m, err=True))
+    except vrun.ValidationFailed as e:
+        from rooflab.validate import records
+        typer.echo(accuracy.render(accuracy.evaluate(records.load(out), hw)))
+        raise RooflabError(f"{len(e.failures)} case(s) failed (the rest are in {out}): "
+                           + "; ".join(e.failures)) from None
     typer.echo(accuracy.render(accuracy.evaluate(vf, hw)))
     typer.echo(f"wrote {out}")
     if html:

@@ -163,18 +163,31 @@ def _time_schedule(sc: _Sched, inputs: dict, cp) -> list[ScheduleResult]:
 def run_suite(cases: list[Case], hw: Hardware, spec_name: str, command: str,
               out: str | Path | None = None, log=print) -> ValidationFile:
     """Run every case; skipped cases are logged with their reason. Mismatches abort."""
-    results = []
+    results, failures = [], []
     for i, case in enumerate(cases, 1):
         log(f"[{i}/{len(cases)}] {case.name}")
         try:
             results.append(run_case(case, hw, seed=i, log=log))
         except Unsupported as e:
             log(f"  skipped: {e}")
+        except Exception as e:             # a wrong or broken kernel: never a silent number
+            failures.append(f"{case.name}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
+            log(f"  FAILED: {failures[-1]}")
         torch.cuda.empty_cache()
     vf = ValidationFile(provenance=provenance(command, spec_name), cases=results)
     if out:
         vf.dump(out)
+    if failures:
+        raise ValidationFailed(failures)
     return vf
+
+
+class ValidationFailed(Exception):
+    """Some cases failed their correctness check or crashed; the others were saved."""
+
+    def __init__(self, failures: list[str]):
+        self.failures = failures
+        super().__init__(f"{len(failures)} case(s) failed: " + "; ".join(failures))
 
 
 if __name__ == "__main__":
