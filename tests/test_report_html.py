@@ -146,6 +146,24 @@ def test_breakdown_folds_many_kernels_into_at_most_30_bars(h200):
     assert len(fig.data[0].y) <= html.MAX_BREAKDOWN_ROWS
 
 
+def test_three_schedules_two_launch_modes(h200, tmp_path):
+    graph = api.load_workload(W / "mlp_block.yaml")
+    preds, cmps = [], []
+    for mode in ("eager", "graph"):
+        ps = [api.predict_graph(graph, h200, s, mode) for s in ("unfused", "epilogue", "fused")]
+        preds += ps
+        cmps += [compare(ps[0], p) for p in ps[1:]]
+    fig = html.breakdown_figure(preds)
+    assert len([a for a in fig.layout if a.startswith("xaxis")]) == 6   # a panel each
+    assert {t.xaxis for t in fig.data} == {"x", "x2", "x3", "x4", "x5", "x6"}
+    roof = html.roofline_figure(preds, cmps)
+    assert {t.name for t in roof.data} >= {"unfused · eager kernels", "fused · graph kernels"}
+    text = html.summary_html(preds, cmps)
+    assert "Top fusion opportunities (fused vs unfused)" in text
+    assert "speedup: epilogue vs unfused" in text and "speedup: fused vs unfused" in text
+    html.write_predictions(tmp_path / "m.html", preds, cmps)
+
+
 def test_summary_names_times_bounds_speedup_and_top_fusions(llama8b):
     preds, cmps = llama8b
     text = html.summary_html(preds, cmps)
@@ -162,8 +180,8 @@ def test_validation_figures_log_axes_bands_and_histogram():
     names = [t.name for t in sc.data]
     assert {"within ±10%", "within ±25%", "predicted = measured", "whole schedule"} <= set(names)
     assert {"gemm", "pointwise", "reduction", "attention", "quantized", "gather"} <= set(names)
-    assert [t.type for t in hist.data] == ["histogram"] * 6
-    assert sum(len(t.x) for t in hist.data) == 6 * 2 * 6
+    assert [t.type for t in hist.data] == ["bar"] * 6           # binned in Python
+    assert sum(sum(t.y) for t in hist.data) == 6 * 2 * 6          # every kernel counted once
 
 
 # ------------------------------------------------------------------------------ writing
@@ -173,6 +191,8 @@ def test_page_embeds_plotly_once_and_is_offline(llama8b, tmp_path):
     html.write_predictions(out, preds, cmps)
     text = out.read_text()
     assert text.count("window.PlotlyConfig") == 1           # plotly.js embedded exactly once
+    if html.plotlyjs_bundle() is not None:                  # plotly.py's plotly.js is 4.1.1
+        assert text.count("plotly.js (basic - minified) v4.1.1") == 1   # the small bundle
     assert not re.search(r"<script[^>]*\bsrc=", text), "a script loaded from elsewhere"
     for div in ["rooflab-roofline-h100-sxm", "rooflab-roofline-h200", "rooflab-roofline-b200",
                 "rooflab-totals", "rooflab-breakdown-h200"]:

@@ -160,16 +160,12 @@ def _ops_text(k: KernelCost) -> str:
     return _wrap(list(k.kinds), " → ")
 
 
-def _each_total(value: float, count: int, fmt) -> str:
-    return fmt(value) if count == 1 else f"{fmt(value / count)} each · {fmt(value)} total"
-
-
 # ------------------------------------------------------------------------------ axes
 def _decade_ticks(lo: float, hi: float, fmt) -> dict:
-    """Ticks at every decade (every other one past 10 decades; 1-2-5 under 3 decades)."""
+    """Ticks at every decade (every other one past 10 decades; 1-2-5 under 4 decades)."""
     a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
     step = 1 if b - a <= 10 else 2
-    mantissas = (1, 2, 5) if math.log10(hi / lo) < 3 else (1,)
+    mantissas = (1, 2, 5) if math.log10(hi / lo) < 4 else (1,)
     vals = [m * 10.0 ** e for e in range(a, b + 1, step) for m in mantissas]
     vals = [v for v in vals if lo <= v <= hi]
     return dict(tickmode="array", tickvals=vals, ticktext=[fmt(v) for v in vals])
@@ -266,10 +262,11 @@ def _group_hover(g: Group, pred: Prediction, extra: str = "") -> str:
              f"HBM{each}: {format_bytes(g.total('hbm_read_bytes') / n)} read, "
              f"{format_bytes(g.total('hbm_write_bytes') / n)} written",
              f"intensity: {format_intensity(inten)} FLOP/B  ·  achieved {format_rate(rate)}",
-             f"time{each}: <b>{format_time(t / n)}</b> = compute "
-             f"{format_time(g.total('compute_s') / n)} | memory "
-             f"{format_time(g.total('memory_s') / n)}, + launch "
-             f"{format_time(g.total('launch_s') / n)}",
+             f"time{each}: <b>{format_time(t / n)}</b> = max(compute "
+             f"{format_time(g.total('compute_s') / n)}, memory "
+             f"{format_time(g.total('memory_s') / n)}"
+             + (f", link {format_time(g.total('link_s') / n)}" if k.link_bytes else "")
+             + f") + launch {format_time(g.total('launch_s') / n)}",
              f"bound: <b>{g.bound}</b>"
              + (f"  ·  all {n}: {format_time(t)}, {format_flops(flops)}, "
                 f"{format_bytes(hbm)}" if n > 1 else "")]
@@ -318,6 +315,7 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
             fusion_info[(id(c.candidate), name)] = info
 
     points: dict[tuple[int, str], tuple[float, float]] = {}
+    radius: dict[tuple[int, str], float] = {}
     skipped: list[str] = []
     xs_all, ys_all = [], []
     for i, p in enumerate(preds):
@@ -325,7 +323,8 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
         for g in fold(p.kernels):
             flops, hbm, t = g.flops, g.hbm_bytes, g.time_s
             if not flops or not hbm or not t:
-                skipped.append(g.label)
+                if g.label not in skipped:
+                    skipped.append(g.label)
                 continue
             x, y = flops / hbm, flops / t
             points[(id(p), g.name)] = (x, y)
@@ -339,6 +338,7 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
             xs.append(x)
             ys.append(y)
             sizes.append(7 + 26 * math.sqrt(t / total_time))
+            radius[(id(p), g.name)] = sizes[-1] / 2
             texts.append(_group_hover(g, p, extra))
         xs_all += xs
         ys_all += ys
@@ -382,9 +382,12 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
                     x=math.log10(head[0]), y=math.log10(head[1]), xref="x", yref="y",
                     ax=math.log10(tail[0]), ay=math.log10(tail[1]), axref="x", ayref="y",
                     showarrow=True, arrowhead=2, arrowsize=1.1, arrowwidth=1.3,
-                    arrowcolor="rgba(70,80,95,0.55)", standoff=7, startstandoff=5, text=""))
+                    arrowcolor="rgba(70,80,95,0.55)", text="",
+                    standoff=radius[(id(c.candidate), name)] + 1, startstandoff=3))
     if annotations:
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name="fusion (unfused → fused)",
+        c0 = comparisons[0]
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines",
+                                 name=f"fusion ({c0.baseline.policy} → {c0.candidate.policy})",
                                  line=dict(color="rgba(70,80,95,0.7)", width=1.5),
                                  legendgroup="kernels", hoverinfo="skip"))
     notes = []
@@ -497,22 +500,28 @@ def _segments(groups: list[Group]) -> list[tuple[str, dict[str, float], Group | 
 
 def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
     """One GPU: per (folded) kernel, its predicted time split into busy time (coloured by what
-    bounds it: compute, memory or link) and launch; one panel per schedule, side by side."""
+    bounds it: compute, memory or link) and launch; one panel per schedule, two side by side
+    (more wrap to the next row), all on one time axis."""
     if not preds:
         raise ValueError("breakdown_figure needs at least one prediction")
     hw = preds[0].hardware
     n = len(preds)
+    ncols = min(n, 2)
+    nrows = -(-n // ncols)
     titles = [f"{_label(p, preds)} · {format_time(p.totals.time_s)}, {p.totals.kernels} kernels"
               for p in preds]
-    fig = make_subplots(rows=1, cols=n, subplot_titles=titles,
-                        horizontal_spacing=min(0.3, 0.9 / n) if n > 1 else 0.0)
-    rows = 1
     shown_legend: set[str] = set()
     all_segs = [_segments(fold(p.kernels)) for p in preds]
+    bars = max(len(segs) for segs in all_segs)
+    panel_px = 22 * bars + 90
+    height = max(280, 90 + nrows * panel_px)
+    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=titles,
+                        horizontal_spacing=0.3 if ncols > 1 else 0.0,
+                        vertical_spacing=min(0.3, 90 / height) if nrows > 1 else 0.0)
     scale, unit = time_unit(max((sum(s[1].values()) for segs in all_segs for s in segs),
                                 default=1.0))
-    for i, (p, segs) in enumerate(zip(preds, all_segs), 1):
-        rows = max(rows, len(segs))
+    for i, (p, segs) in enumerate(zip(preds, all_segs)):
+        row, col = i // ncols + 1, i % ncols + 1
         labels = [s[0] for s in segs]
         for part in ("compute", "memory", "link", "launch"):
             vals = [s[1][part] * scale for s in segs]
@@ -536,15 +545,15 @@ def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
                 y=labels, x=vals, orientation="h", name=PART_NAMES[part], legendgroup=part,
                 showlegend=part not in shown_legend, marker_color=BOUND_COLORS[part],
                 marker_line_width=0, hovertext=hover,
-                hovertemplate="%{hovertext}<extra></extra>"), row=1, col=i)
+                hovertemplate="%{hovertext}<extra></extra>"), row=row, col=col)
             shown_legend.add(part)
         fig.update_yaxes(autorange="reversed", automargin=True, tickfont=dict(size=11),
-                         row=1, col=i)
-        fig.update_xaxes(title_text=f"predicted time ({unit})", gridcolor="#e6e9ee", showline=True, linecolor="#5f6b7a",
-                         rangemode="tozero", row=1, col=i)
-    for i in range(2, n + 1):
-        fig.update_xaxes(matches="x", row=1, col=i)
-    height = max(280, 150 + 22 * rows)
+                         row=row, col=col)
+        fig.update_xaxes(title_text=f"predicted time ({unit})", gridcolor="#e6e9ee",
+                         showline=True, linecolor="#5f6b7a", rangemode="tozero",
+                         title_standoff=6, row=row, col=col)
+    for i in range(1, n):
+        fig.update_xaxes(matches="x", row=i // ncols + 1, col=i % ncols + 1)
     fig.update_layout(**_base_layout(
         height, f"Time per kernel · {_html.escape(hw.display_name)} ({hw.name})",
         barmode="stack", bargap=0.25,
@@ -558,8 +567,9 @@ def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
 
 def totals_figure(preds: Sequence[Prediction]) -> go.Figure:
     """Every GPU and schedule side by side: total predicted time, split by what bounds it."""
-    xs = [[p.hardware.name for p in preds], [_label(p, [q for q in preds
-           if q.hardware.name == p.hardware.name]) for p in preds]]
+    xs = [[p.hardware.name for p in preds],
+          [_label(p, [q for q in preds if q.hardware.name == p.hardware.name]).replace(" · ", "<br>")
+           for p in preds]]
     parts: dict[str, list[float]] = {b: [] for b in ("compute", "memory", "link", "launch")}
     for p in preds:
         seg = {"compute": 0.0, "memory": 0.0, "link": 0.0}
@@ -587,8 +597,9 @@ def totals_figure(preds: Sequence[Prediction]) -> go.Figure:
     fig.update_layout(**_base_layout(
         400, "Total predicted time per GPU and schedule", barmode="stack", bargap=0.35,
         yaxis=dict(title=f"predicted time ({unit})", range=[0, ymax], gridcolor="#e6e9ee"),
-        xaxis=dict(showline=True, linecolor="#5f6b7a"),
-        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom"),
+        xaxis=dict(showline=True, linecolor="#5f6b7a", tickangle=0),
+        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.0, yanchor="bottom",
+                    traceorder="normal"),
         margin=dict(l=80, r=30, t=80, b=70)))
     return fig
 
@@ -666,6 +677,8 @@ def _fusion_table(comparisons: Sequence[Comparison], top: int) -> str:
     """The fusions that save the most time, one column of time saved per GPU/launch."""
     e = _html.escape
     cols = []
+    last = comparisons[-1].candidate.policy           # the most fused schedule asked for
+    comparisons = [c for c in comparisons if c.candidate.policy == last]
     for c in comparisons:
         label = c.baseline.hardware.name + (f" · {c.baseline.launch}"
                                             if len({x.baseline.launch for x in comparisons}) > 1
@@ -690,10 +703,12 @@ def _fusion_table(comparisons: Sequence[Comparison], top: int) -> str:
         row.append(f"<span class=dim>{e(_short(stop, 90))}</span>")
         rows.append(row)
     c0 = comparisons[0]
-    head = ["#", f"fused kernel ({e(c0.candidate.policy)})", "ops", "fusion", "HBM saved"]
+    head = ["#", "fused kernel" if c0.candidate.policy == "fused"
+            else f"kernel in {e(c0.candidate.policy)}", "ops", "fusion", "HBM saved"]
     head += [f"time saved<br>{e(label)}" for label, _ in cols]
     head.append("stopped growing because")
-    return ("<h3>Top fusion opportunities</h3>" + _table(head, rows, "fusions"))
+    return (f"<h3>Top fusion opportunities ({e(last)} vs {e(comparisons[0].baseline.policy)})"
+            "</h3><div class=scroll>" + _table(head, rows, "fusions") + "</div>")
 
 
 # ------------------------------------------------------------------------------ validation
@@ -721,7 +736,7 @@ def validation_figures(vf) -> list[go.Figure]:
     lo, hi = (min(vals) / 2.5, max(vals) * 2.5) if vals else (1e-6, 1e-3)
 
     sc = go.Figure()
-    for band, alpha, name in ((0.25, 0.10, "±25%"), (0.10, 0.16, "±10%")):
+    for band, alpha, name in ((0.25, 0.12, "±25%"), (0.10, 0.22, "±10%")):
         sc.add_trace(go.Scatter(x=[lo, hi], y=[lo * (1 + band), hi * (1 + band)], mode="lines",
                                 line=dict(width=0), hoverinfo="skip", showlegend=False,
                                 legendgroup=name))
@@ -761,9 +776,9 @@ def validation_figures(vf) -> list[go.Figure]:
         700, "Predicted against measured kernel time",
         xaxis=_log_axis("measured time (median; whiskers: p20–p80)", lo, hi, _time_tick),
         yaxis=_log_axis("predicted time", lo, hi, _time_tick),
-        legend=dict(orientation="h", x=0, xanchor="left", y=-0.13, yanchor="top",
-                    traceorder="grouped", font=dict(size=12)),
-        hovermode="closest", margin=dict(l=80, r=30, t=60, b=150)))
+        legend=dict(x=1.02, xanchor="left", y=1.0, yanchor="top", traceorder="grouped",
+                    tracegroupgap=12, font=dict(size=12)),
+        hovermode="closest", margin=dict(l=80, r=170, t=60, b=70)))
 
     hist = go.Figure()
     errs_all = [100 * k.error for *_, k in rows]
@@ -805,9 +820,9 @@ def validation_figures(vf) -> list[go.Figure]:
                    range=[x_lo_h, x_hi_h], showline=True, linecolor="#5f6b7a",
                    gridcolor="#e6e9ee", zeroline=False),
         yaxis=dict(title="kernels", gridcolor="#e6e9ee"),
-        legend=dict(orientation="h", x=0, xanchor="left", y=-0.13, yanchor="top",
-                    traceorder="normal", title_text="op class: ", font=dict(size=12)),
-        margin=dict(l=70, r=30, t=60, b=150)))
+        legend=dict(orientation="h", x=0, xanchor="left", y=-0.14, yanchor="top",
+                    traceorder="normal", font=dict(size=12)),
+        margin=dict(l=70, r=20, t=60, b=130)))
     return [sc, hist]
 
 
@@ -866,15 +881,16 @@ table { border-collapse: collapse; background: white; font-size: 13.5px; margin:
         border: 1px solid #dde2e8; border-radius: 6px; }
 th, td { padding: 7px 12px; border-bottom: 1px solid #eceff3; text-align: left; vertical-align: top; }
 th { background: #eef1f5; font-weight: 600; font-size: 12.5px; }
-table.fusions td:nth-child(n+5) { white-space: nowrap; }
+table.fusions td:nth-child(n+5), table.fusions th { white-space: nowrap; }
 table.fusions td:last-child { white-space: normal; max-width: 340px; }
 code { font-family: 'DejaVu Sans Mono', Menlo, Consolas, monospace; font-size: 12.5px; }
 .bound { font-size: 11.5px; padding: 1px 6px; border-radius: 9px; color: white; }
 .b-compute { background: #3b6fb6; } .b-memory { background: #e8743b; }
 .b-link { background: #945ecf; } .b-launch { background: #7d858f; }
 ul.notes { color: #5f6b7a; font-size: 13px; }
-.row { display: flex; gap: 14px; align-items: stretch; }
-.row > .card { flex: 1 1 0; min-width: 0; }
+.scroll { overflow-x: auto; }
+.row { display: grid; grid-template-columns: 3fr 2fr; gap: 14px; }
+.row > .card { min-width: 0; margin: 0; }
 footer { color: #8a94a3; font-size: 12px; margin-top: 24px; }
 """ % {"font": FONT}
 
@@ -959,8 +975,9 @@ def prediction_parts(preds: Sequence[Prediction], comparisons: Sequence[Comparis
     parts: list[str | tuple[str, go.Figure]] = [summary_html(preds, comparisons)]
     parts.append("<h2>Roofline</h2><p class=dim>Each point is a kernel (the kernels of repeated "
                  "blocks fold into one point with a count). x: FLOPs per HBM byte; y: FLOPs ÷ "
-                 "predicted time, launch included. Arrows run from the kernels a fusion "
-                 "replaces to the fused kernel.</p>")
+                 "predicted time, launch included."
+                 + (" Arrows run from the kernels a fusion replaces to the fused kernel."
+                    if comparisons else "") + "</p>")
     for name, ps in gpus.items():
         parts.append((f"rooflab-roofline-{_slug(name)}", roofline_figure(ps, comparisons)))
     parts.append("<h2>Time breakdown</h2><p class=dim>Busy time is max(compute, memory, link) "

@@ -74,7 +74,7 @@ class Summary:
 
     @property
     def median_abs_error(self) -> float:
-        return statistics.median(abs(r.error) for r in self.kernels)
+        return statistics.median(abs(r.error) for r in self.kernels) if self.kernels else float("nan")
 
     @property
     def p90_abs_error(self) -> float:
@@ -82,6 +82,8 @@ class Summary:
 
     @property
     def speedup_median_abs_error(self) -> float:
+        if not self.speedups:
+            return float("nan")
         return statistics.median(abs(p / m - 1) for _, p, m in self.speedups)
 
     def passes(self) -> bool:
@@ -127,6 +129,8 @@ def _differ(case) -> bool:
 def render(summary: Summary) -> str:
     """The error table: per op class and overall, then the speedups."""
     from rooflab.report.table import grid
+    if not summary.kernels:
+        return "no measured kernels"
     by: dict[str, list[float]] = {}
     for r in summary.kernels:
         by.setdefault(r.op_class, []).append(abs(r.error))

@@ -39,7 +39,7 @@ LOG2E = 1.4426950408889634
 FLASH_CONFIGS = {
     (64, False): (128, 64, 4, 3),
     (64, True): (128, 64, 4, 3),
-    (128, False): (128, 64, 8, 3),
+    (128, False): (128, 128, 8, 3),
     (128, True): (128, 64, 8, 3),
 }
 # (BLOCK_N, num_warps, num_stages) for the decode split kernel.

@@ -32,13 +32,13 @@ import torch
 import triton
 import triton.language as tl
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages), chosen on an H200 by M.
-W4A16_CONFIG_SMALL_M = (16, 128, 128, 4, 4, 4)      # M <= 64: weight-bandwidth bound
-W4A16_CONFIG_LARGE_M = (128, 128, 64, 1, 8, 3)      # compute bound
-W4A16_DEQ_MODE = 2                                  # see _w4a16_kernel's DEQ_MODE
+# (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages, DEQ_MODE), chosen on an H200 by M.
+W4A16_CONFIG_SMALL_M = (16, 128, 128, 4, 4, 4, 2)   # M <= 64: weight-bandwidth bound
+W4A16_CONFIG_LARGE_M = (256, 128, 64, 1, 8, 3, 0)   # compute bound
+W4A16_DEQ_MODE = 2                                  # when a config gives none (_w4a16_kernel)
 DEQUANT_CONFIG = (32, 256, 4)                       # (packed rows, columns, num_warps)
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, use_tma)
-FP8_CONFIG = (128, 256, 128, 8, 8, 3, False)
+FP8_CONFIG = (128, 128, 128, 8, 4, 4, True)
 
 
 # The last compiled kernel launched by each launch_* (registers, spills, PTX for the notes).
@@ -459,7 +459,8 @@ def launch_fp8(a: torch.Tensor, b: torch.Tensor, scale_a, scale_b,
     """c [M, N] bf16 = (a [M, K] @ b[N, K]^T) * scale_a * scale_b, a and b float8_e4m3fn.
 
     b is [N, K] row-major (K-major). Scales: Python floats or one-element fp32 tensors.
-    `config` = (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, use_tma).
+    `config` = (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, use_tma); the TMA
+    (tensor-descriptor) kernel is used only where K is a multiple of 16 (16-byte rows).
     """
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[1]:
         raise ValueError(f"a [M, K] and b [N, K] expected, got {tuple(a.shape)}, {tuple(b.shape)}")
@@ -473,10 +474,10 @@ def launch_fp8(a: torch.Tensor, b: torch.Tensor, scale_a, scale_b,
     bm, bn, bk, group_m, num_warps, num_stages, use_tma = config or FP8_CONFIG
     c = torch.empty((m, n), device=a.device, dtype=torch.bfloat16)
     grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+    # TMA needs 16-byte aligned bases and row strides; otherwise use the pointer kernel
+    use_tma = use_tma and all(t.stride(0) % 16 == 0 and t.data_ptr() % 16 == 0 for t in (a, b))
     if use_tma:
         from triton.tools.tensor_descriptor import TensorDescriptor
-        if (a.stride(0) * a.element_size()) % 16 or (b.stride(0) * b.element_size()) % 16:
-            raise ValueError("TMA needs 16-byte aligned row strides")
         a_desc = TensorDescriptor.from_tensor(a, [bm, bk])
         b_desc = TensorDescriptor.from_tensor(b, [bn, bk])
         LAST_COMPILED["fp8"] = _fp8_gemm_tma_kernel[grid](
