@@ -87,7 +87,7 @@ def test_generated_kernels_compile_for_sm90():
 def test_dry_run_prints_sources():
     r = runner.invoke(app, ["validate", "--dry-run", "--cases", "add_rmsnorm/T=64,gemm_nt_relu/M=1,"])
     assert r.exit_code == 0, r.output
-    assert r.stdout.count("# ---- ") == 5
+    assert r.stdout.count("# ---- ") == 6        # 2 + 1 kernels of each case
     assert "@triton.jit" in r.stdout and "tl.rsqrt" in r.stdout and "tl.dot" in r.stdout
 
 
