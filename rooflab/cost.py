@@ -179,7 +179,7 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     reads: dict[str, int] = {}
     writes = 0
     tensor_by_dtype: dict[str, int] = {}
-    vector = reread = link = 0
+    vector = reread = link = sfu = 0
     waves = 1.0
     for i in kernel.ops:
         c = info.costs[i]
@@ -188,6 +188,7 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
         if c.tensor_flops:
             tensor_by_dtype[c.tensor_dtype] = tensor_by_dtype.get(c.tensor_dtype, 0) + c.tensor_flops
         vector += c.vector_flops
+        sfu += c.sfu_ops
         reread += c.reread_bytes
         link += c.link_bytes
         extra_passes = 0
@@ -208,7 +209,10 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
     tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items()) / waves
     vector_s = vector / hw.vector_rate
-    compute_s = max(tensor_s, vector_s)
+    # Transcendentals run on the special-function units; in a kernel that also uses tensor
+    # cores (attention's exp, a GELU epilogue) the two take turns within each warp.
+    sfu_s = sfu / hw.sfu_ops_per_s if hw.sfu_ops_per_s else 0.0
+    compute_s = max(tensor_s + sfu_s, vector_s, sfu_s)
     moved = read_bytes + writes
     memory_s = moved / hw.hbm_rate_for(moved) / waves if moved else 0.0
     link_s = link / hw.link_rate if link else 0.0

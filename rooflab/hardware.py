@@ -93,6 +93,7 @@ class HardwareFile(_Strict):
     memory: MemorySpec
     sm_count: Figure
     boost_clock_mhz: Figure
+    sfu_per_clk_per_sm: Figure | None = None   # exp/rcp/rsqrt results per clock per SM
     interconnect: InterconnectSpec
     launch: LaunchSpec
     efficiency: EfficiencySpec
@@ -143,6 +144,8 @@ class HardwareFile(_Strict):
         for k, f in self.efficiency.tensor_by_dtype.items():
             yield f"efficiency.tensor_by_dtype.{k}", f
         yield "sm_count", self.sm_count
+        if self.sfu_per_clk_per_sm:
+            yield "sfu_per_clk_per_sm", self.sfu_per_clk_per_sm
         yield "boost_clock_mhz", self.boost_clock_mhz
         yield "interconnect.gb_per_s", self.interconnect.gb_per_s
 
@@ -172,6 +175,7 @@ class Hardware:
     link_efficiency: float
     weight_only_gemm: frozenset[str]
     hbm_curve: tuple[tuple[float, float], ...] = ()   # (bytes moved, fraction of peak)
+    sfu_ops_per_s: float | None = None                # special-function-unit results per second
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -241,6 +245,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         link_efficiency=eff.interconnect.value,
         weight_only_gemm=frozenset(spec.weight_only_gemm),
         hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
+        sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value
+                       * spec.boost_clock_mhz.value * 1e6 if spec.sfu_per_clk_per_sm else None),
         source_file=source_file,
         spec=spec,
     )

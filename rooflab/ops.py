@@ -52,6 +52,7 @@ class OpCost:
     row_bytes: int = 0       # fp32 bytes of one reduction row that must stay on chip
     passes_if_spilled: int = 1   # passes over the input when the row does not fit on chip
     gemm_mnb: tuple[int, int, int] | None = None   # a GEMM's (M, N, batch): its output tiles
+    sfu_ops: int = 0         # transcendentals (exp, reciprocal, rsqrt) for the special-function units
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +116,9 @@ def _rw(ins: list[Tensor], outs: list[Tensor]):
 # ----------------------------------------------------------------------------- pointwise
 # FLOPs per output element. gelu: tanh form 0.5x(1+tanh(c(x+0.044715x^3))) = 8;
 # silu: x/(1+exp(-x)) = 4; causal_mask: one compare-select.
+# Special-function-unit ops per element (exp, reciprocal, sqrt, rsqrt each 1): tanh and
+# sigmoid are an exp and a reciprocal; a division is a reciprocal and a multiply.
+UNARY_SFU = {"gelu": 2, "silu": 2, "sigmoid": 2, "tanh": 2, "exp": 1, "sqrt": 1, "rsqrt": 1}
 UNARY_FLOPS = {"relu": 1, "gelu": 8, "silu": 4, "sigmoid": 3, "tanh": 1, "exp": 1, "neg": 1,
                "sqrt": 1, "rsqrt": 1, "square": 1, "abs": 1, "scale": 1, "causal_mask": 1,
                "cast": 0, "copy": 0}
@@ -132,7 +136,9 @@ class _Unary:
     @staticmethod
     def cost(op, ins, outs):
         reads, writes = _rw(ins, outs)
-        return OpCost(vector_flops=UNARY_FLOPS[op.kind] * outs[0].numel, reads=reads, writes=writes)
+        n = outs[0].numel
+        return OpCost(vector_flops=UNARY_FLOPS[op.kind] * n, reads=reads, writes=writes,
+                      sfu_ops=UNARY_SFU.get(op.kind, 0) * n)
 
 
 @register(BINARY_FLOPS, Role.POINTWISE, (2, 2),
@@ -146,7 +152,9 @@ class _Binary:
     @staticmethod
     def cost(op, ins, outs):
         reads, writes = _rw(ins, outs)
-        return OpCost(vector_flops=outs[0].numel, reads=reads, writes=writes)
+        n = outs[0].numel
+        return OpCost(vector_flops=n, reads=reads, writes=writes,
+                      sfu_ops=n if op.kind == "div" else 0)
 
 
 @register(["rotary"], Role.POINTWISE, (3, 3),
@@ -255,7 +263,7 @@ class _Softmax:
     def cost(op, ins, outs):
         x = ins[0]
         reads, writes = _rw(ins, outs)
-        return OpCost(vector_flops=5 * x.numel, reads=reads, writes=writes,
+        return OpCost(vector_flops=5 * x.numel, reads=reads, writes=writes, sfu_ops=x.numel,
                       row_bytes=4 * x.shape[_axis(op, x)], passes_if_spilled=2)
 
 
@@ -434,7 +442,7 @@ class _Attention:
         flops = 2 * b * hq * pairs * (d + dv)
         return OpCost(tensor_flops=flops if fam else 0, tensor_dtype=fam,
                       vector_flops=5 * b * hq * pairs + (0 if fam else flops),
-                      reads=reads, writes=writes, reread_bytes=reread)
+                      reads=reads, writes=writes, reread_bytes=reread, sfu_ops=b * hq * pairs)
 
 
 # ----------------------------------------------------------------------------- collectives

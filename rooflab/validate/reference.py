@@ -33,8 +33,8 @@ def torch_dtype(name: str) -> torch.dtype:
 def random_input(t, device: str, gen: torch.Generator) -> torch.Tensor:
     """Fresh random data (never zeros) of the tensor's shape and dtype."""
     dt = t.dtype.name
-    if dt in ("int64", "int32"):
-        return torch.randint(0, 1000, t.shape, device=device, generator=gen, dtype=torch_dtype(dt))
+    if dt in ("int64", "int32"):      # ids: spread over any table (ops take them modulo its rows)
+        return torch.randint(0, 1 << 30, t.shape, device=device, generator=gen, dtype=torch_dtype(dt))
     if dt == "int4":
         return torch.randint(-8, 8, t.shape, device=device, generator=gen, dtype=torch.int8)
     if dt == "int8":

@@ -428,7 +428,8 @@ def _gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = 132) -> dic
     from rooflab.cost import gemm_tile
     bm, bn = gemm_tile(m, n, batch, sm_count)
     if bm <= 64:
-        return dict(BM=bm, BN=bn, BK=128 if bn >= 32 else 256, GROUP=1, num_warps=4, num_stages=4)
+        # skinny GEMMs stream weights: deep K tiles keep enough bytes in flight per SM
+        return dict(BM=bm, BN=bn, BK=256, GROUP=1, num_warps=4, num_stages=4 if bm == 16 else 3)
     return dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=3)
 
 
