@@ -6,7 +6,7 @@ Int4 storage (`pack_int4`): weights w [K, N] with integer values in [-8, 7] are 
     packed[i, n] = (w[2i, n] + 8) | ((w[2i + 1, n] + 8) << 4)        uint8 [ceil(K / 2), N]
 (low nibble = even row, high nibble = odd row; an odd K is padded with a zero weight). Group-wise
 scales are bf16 [ceil(K / group), N]; the real weight is (nibble - 8) * scales[k // group, n].
-`group` must be an even power of two >= 16 (32, 64, 128, ... are the usual ones).
+`group` must be a power of two >= 16 (32, 64, 128, ... are the usual ones).
 
 W4A16 (`launch_w4a16`): y [M, N] = x [M, K] (bf16) @ dequant(w) in one kernel. Each K step
 loads the packed bytes, unpacks the low and high nibbles, turns them into floats with the
@@ -16,12 +16,19 @@ feeds tl.dot (fp32 accumulation). The low nibbles multiply the even columns of x
 nibbles the odd ones (two dots of depth BLOCK_K / 2), so nothing is interleaved in registers. For
 small M (decode) the kernel is bound by the int4 weight bytes: it splits K over SPLIT_K programs
 (fp32 partials, reduced by a small second kernel) so that enough programs stream the weights.
+Two other dequantization schemes are kept as options (DEQ_MODE 1 and 2: integer-valued weights
+2^E + q straight into the dot, the offset and the group scale applied once per tile; mode 2 unpacks
+eight nibbles per int32 word). They are more accurate but were 2-4x slower on the H200, so the
+default is mode 0 (see benchmarks/gpu_kernels.md).
 
 FP8 (`launch_fp8`): c [M, N] = (a @ b^T) * scale_a * scale_b in bf16, with a [M, K] and b given
 as [N, K] (both row-major, i.e. K-major, the layout Hopper's fp8 tensor-core instructions need;
 pass `w.t().contiguous()` for a weight held as [K, N]; torch._scaled_mm takes the same data as
 `b.t()`). The dot runs on fp8 operands with fp32 accumulation (Triton's default on Hopper is
-the fast, unpromoted accumulation, like _scaled_mm's use_fast_accum=True).
+the fast, unpromoted accumulation, like _scaled_mm's use_fast_accum=True). By default the tiles
+are loaded through TMA tensor descriptors (host-side triton TensorDescriptor, out-of-bounds parts
+read as zeros); where a base or row stride is not 16-byte aligned (K % 16 != 0) a plain-pointer
+kernel with wrapped rows and masked K runs instead.
 
 Nothing here touches the GPU at import time.
 """
@@ -33,12 +40,14 @@ import triton
 import triton.language as tl
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages, DEQ_MODE), chosen on an H200 by M.
-W4A16_CONFIG_SMALL_M = (16, 128, 128, 4, 4, 4, 2)   # M <= 64: weight-bandwidth bound
+# DEQ_MODE 1 and 2 were 2-4x slower than 0 on the H200 (benchmarks/gpu_kernels.md), and mode 2
+# with a wgmma tile crashed Triton 3.6's TritonGPUOptimizeDotOperands pass at M=37: use 0.
+W4A16_CONFIG_SMALL_M = (16, 128, 128, 4, 4, 4, 0)   # M <= 64: weight-bandwidth bound
 W4A16_CONFIG_LARGE_M = (256, 128, 64, 1, 8, 3, 0)   # compute bound
-W4A16_DEQ_MODE = 2                                  # when a config gives none (_w4a16_kernel)
-DEQUANT_CONFIG = (32, 256, 4)                       # (packed rows, columns, num_warps)
+W4A16_DEQ_MODE = 0                                  # when a config gives none (_w4a16_kernel)
+DEQUANT_CONFIG = (8, 512, 4)                        # (packed rows, columns, num_warps)
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, use_tma)
-FP8_CONFIG = (128, 128, 128, 8, 4, 4, True)
+FP8_CONFIG = (128, 128, 128, 8, 4, 5, True)
 
 
 # The last compiled kernel launched by each launch_* (registers, spills, PTX for the notes).
@@ -124,7 +133,7 @@ def _w4a16_kernel(
     stride_sg,                   # row stride of the scales
     stride_ym,                   # row stride of y / of one partial
     stride_ys,                   # stride between partials (SPLIT_K > 1)
-    GROUP_SIZE: tl.constexpr,    # int4 group size along K (even power of two, >= BLOCK_K)
+    GROUP_SIZE: tl.constexpr,    # int4 group size along K (power of two, >= BLOCK_K)
     BLOCK_M: tl.constexpr,       # rows of x per program
     BLOCK_N: tl.constexpr,       # columns of y per program
     BLOCK_K: tl.constexpr,       # K per step (two dots of depth BLOCK_K // 2)
