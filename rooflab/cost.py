@@ -146,9 +146,10 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
         bm = 16 if m <= 16 else 64
         widths = (64, 32, 16) if bm == 16 else (128, 64, 32)
         best = max(_waves_filled(m, n, batch, bm, bn, sm_count) for bn in widths)
-        # the widest tile within 3% of the best fill: wider tiles reuse activations better
+        # the widest tile within 15% of the best fill: every narrower tile re-reads the whole
+        # activation panel once more, which costs more than a partly filled last wave
         return bm, next(bn for bn in widths
-                        if _waves_filled(m, n, batch, bm, bn, sm_count) >= best - 0.03)
+                        if _waves_filled(m, n, batch, bm, bn, sm_count) >= best - 0.15)
     if -(-m // 128) * -(-n // 256) * batch >= sm_count:
         return 128, 256
     return 128, 128
@@ -203,11 +204,17 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
             r = info.rt(op.outputs[pos])
             if r in info.outputs or any(j not in members for j in info.consumers.get(r, ())):
                 writes += b
+    causal_fraction = 1.0
     if kernel.fusion == "attention":
         reread += _attention_reread(info, kernel)
+        causal_fraction = _causal_fraction(info, kernel)
     read_bytes = sum(reads.values())
     # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
     tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items()) / waves
+    # a fused causal attention kernel skips the key blocks its mask removes: its FLOPs are the
+    # naive pattern's (fusion never changes FLOPs), its time is that of the kept blocks
+    tensor_s *= causal_fraction
+    sfu *= causal_fraction
     vector_s = vector / hw.vector_rate
     # Transcendentals run on the special-function units; in a kernel that also uses tensor
     # cores (attention's exp, a GELU epilogue) the two take turns within each warp.
@@ -235,6 +242,17 @@ def _attention_reread(info: _Graphinfo, kernel: Kernel) -> int:
     sq = g.tensors[first.inputs[0]].shape[-2]
     passes = -(-sq // 128)
     return (k.nbytes + v.nbytes) * (passes - 1)
+
+
+def _causal_fraction(info: _Graphinfo, kernel: Kernel) -> float:
+    """Share of the score blocks a FlashAttention-style kernel computes: all of them, or the
+    causal triangle (end-aligned) when the fused pattern holds a causal mask."""
+    g = info.graph
+    if not any(g.ops[i].kind == "causal_mask" for i in kernel.ops):
+        return 1.0
+    from rooflab.ops import attention_pairs
+    sq, sk = g.tensors[g.ops[kernel.ops[0]].outputs[0]].shape[-2:]
+    return attention_pairs(sq, sk, True) / (sq * sk)
 
 
 def _bound(compute_s: float, memory_s: float, link_s: float, launch_s: float) -> str:
