@@ -331,13 +331,9 @@ class _Grouper:
                 continue
             gid = self._try_join(i)
             if gid is None:
-                gid = self._new([i], self._anchor_of(i))
+                gid = self._new([i], self.roles[i])
                 order.append(gid)
         return order
-
-    def _anchor_of(self, i: int) -> Role:
-        role = self.roles[i]
-        return role
 
     def _try_join(self, i: int) -> int | None:
         op = self.g.ops[i]

@@ -23,9 +23,26 @@ from rooflab.validate.records import ValidationFile
 MEDIAN_BAR, P90_BAR, SPEEDUP_BAR = 0.10, 0.25, 0.10
 
 
+def op_class(kinds) -> str:
+    """The op class a kernel is reported under, from the op kinds it holds."""
+    kinds = set(kinds)
+    if kinds & {"qmatmul", "quantize", "dequantize"}:
+        return "quantized"
+    if "attention" in kinds or {"softmax", "matmul"} <= kinds:
+        return "attention"
+    if "matmul" in kinds:
+        return "gemm"
+    if kinds & {"sum", "mean", "max", "softmax", "rmsnorm", "layernorm"}:
+        return "reduction"
+    if "embedding" in kinds:
+        return "gather"
+    return "pointwise"
+
+
 @dataclass(frozen=True)
 class CasePrediction:
     kernels: dict[str, float]        # kernel name -> predicted seconds
+    classes: dict[str, str]          # kernel name -> op class
     bounds: dict[str, str]
     graph_s: float
     eager_s: float
@@ -36,15 +53,16 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
     """Predictions for one case under one schedule, in the form the measurements take."""
     graph = workload.load_dict(workload_dict, params)
     pred = api.predict_graph(graph, hw, schedule, "graph")
-    kernels, bounds = {}, {}
+    kernels, classes, bounds = {}, {}, {}
     for k in pred.kernels:
         busy = max(k.compute_s, k.memory_s, k.link_s)
         kernels[k.name] = busy + hw.min_kernel_s
-        bounds[k.name] = k.bound if k.bound != "launch" else "launch"
+        classes[k.name] = op_class(k.kinds)
+        bounds[k.name] = k.bound
     graph_s = pred.totals.time_s - hw.eager_dispatch_s + hw.min_kernel_s - hw.graph_launch_s
     dispatch = hw.triton_launch_s or hw.eager_dispatch_s
     eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager")
-    return CasePrediction(kernels, bounds, graph_s, eager.totals.time_s - dispatch)
+    return CasePrediction(kernels, classes, bounds, graph_s, eager.totals.time_s - dispatch)
 
 
 @dataclass(frozen=True)
@@ -100,7 +118,7 @@ def evaluate(vf: ValidationFile, hw: Hardware) -> Summary:
         for schedule, kernels in case.kernels.items():
             pred = predict_case(case.workload, case.params, hw, schedule)
             for k in kernels:
-                rows.append(Row(case.case, schedule, k.kernel, k.op_class,
+                rows.append(Row(case.case, schedule, k.kernel, pred.classes[k.kernel],
                                 pred.kernels[k.kernel], k.measured_s))
             for s in case.schedules:
                 if s.schedule == schedule:

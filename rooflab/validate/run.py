@@ -83,15 +83,12 @@ def _inputs(graph, seed: int) -> dict[str, torch.Tensor]:
     made = {t for op in graph.ops for t in op.outputs}
     env = {name: random_input(t, "cuda", gen) for name, t in graph.tensors.items()
            if name not in made}
-    for op in graph.ops:
-        t = graph.tensors[op.inputs[0]] if op.inputs else None
+    for op in graph.ops:                 # group scales of int weights (W4A16)
         group = op.attrs.get("group_size")
         for name in op.inputs:
             w = graph.tensors[name]
-            if group and not w.dtype.is_float and w.dtype.name in ("int4", "int8") \
-                    and scales_name(name) not in env:
+            if group and w.dtype.name in ("int4", "int8") and scales_name(name) not in env:
                 env[scales_name(name)] = make_scales(w, group, "cuda", gen)
-        del t
     return env
 
 
@@ -136,7 +133,7 @@ def run_case(case: Case, hw: Hardware, seed: int = 0, log=print) -> CaseResult:
                 measured[key] = bench(lambda b=b, env=env: b.run(env))
             p50, p20, p80 = measured[key]
             results.append(KernelResult(
-                kernel=k.name, ops=list(k.ops), op_class=case.op_class, fusion=k.fusion,
+                kernel=k.name, ops=list(k.ops), op_class=cp.classes[k.name], fusion=k.fusion,
                 flops=k.flops, hbm_bytes=k.hbm_bytes, predicted_s=cp.kernels[k.name],
                 measured_s=p50, measured_p20_s=p20, measured_p80_s=p80, bound=k.bound,
                 max_rel_error=err))
