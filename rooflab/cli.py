@@ -152,7 +152,7 @@ def validate(
         vf = records.load(from_file)
         typer.echo(accuracy.render(accuracy.evaluate(vf, hw)))
         if html:
-            _write_validation_html(html, vf, force)
+            _write_validation_html(html, accuracy.repredicted(vf, hw), force)
         return
     if dry_run:
         from rooflab.validate import dryrun

@@ -142,6 +142,23 @@ def evaluate(vf: ValidationFile, hw: Hardware) -> Summary:
     return Summary(unique, speedups, scheds)
 
 
+def repredicted(vf: ValidationFile, hw: Hardware) -> ValidationFile:
+    """The same measurements with every prediction (and op class) from the current model."""
+    cases = []
+    for case in vf.cases:
+        kernels, schedules = {}, []
+        for schedule, ks in case.kernels.items():
+            pred = predict_case(case.workload, case.params, hw, schedule)
+            kernels[schedule] = [k.model_copy(update={"predicted_s": pred.kernels[k.kernel],
+                                                      "op_class": pred.classes[k.kernel]})
+                                 for k in ks]
+            schedules += [s.model_copy(update={
+                "predicted_s": pred.graph_s if s.launch == "graph" else pred.eager_s})
+                for s in case.schedules if s.schedule == schedule]
+        cases.append(case.model_copy(update={"kernels": kernels, "schedules": schedules}))
+    return vf.model_copy(update={"cases": cases})
+
+
 def _differ(case) -> bool:
     names = {s: [k.kernel for k in ks] for s, ks in case.kernels.items()}
     return names.get("unfused") != names.get("fused")
