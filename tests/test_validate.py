@@ -135,8 +135,8 @@ def _committed():
 
 
 # CI's regression gate on the committed run: the issue's bars for the median and the speedups,
-# and the 90th percentile as measured on the committed run (see the xfail below) plus 2 points.
-GATE = {"median": accuracy.MEDIAN_BAR, "p90": 0.33, "speedup": accuracy.SPEEDUP_BAR}
+# and the 90th percentile as measured on the committed run (see the xfail below) plus 3 points.
+GATE = {"median": accuracy.MEDIAN_BAR, "p90": 0.28, "speedup": accuracy.SPEEDUP_BAR}
 
 
 def test_committed_h200_measurements_pass_the_regression_gate():
@@ -146,9 +146,10 @@ def test_committed_h200_measurements_pass_the_regression_gate():
     assert summary.passes(**GATE), accuracy.render(summary)
 
 
-@pytest.mark.xfail(strict=True, reason="p90 |error| on the committed H200 run is 30.8% (bar 25%): "
-                   "the W4A16, skinny-GEMM and small-GEMM Triton kernels run slower than the "
-                   "good kernels the model assumes; median 5.4% and speedups 7.6% meet their bars")
+@pytest.mark.xfail(strict=True, reason="p90 |error| on the committed H200 run is 25.3% (bar 25%): "
+                   "the W4A16, FP8-at-2048³ and small-GEMM Triton kernels run slower than the "
+                   "good kernels the model assumes, and 10 tiny kernels timed unsteadily; "
+                   "median 5.9% and speedups 6.5% meet their bars")
 def test_committed_h200_measurements_meet_the_issue_bars():
     vf, hw = _committed()
     summary = accuracy.evaluate(vf, hw)
