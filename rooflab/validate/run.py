@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -196,6 +195,3 @@ class ValidationFailed(Exception):
         self.failures = failures
         super().__init__(f"{len(failures)} case(s) failed: " + "; ".join(failures))
 
-
-if __name__ == "__main__":
-    sys.exit("use `rooflab validate`")
