@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rooflab.cost import KernelCost, Prediction
+from rooflab.cost import Prediction
 from rooflab.units import format_bytes, format_time
 
 _IDX = re.compile(r"\[\d+\]")

@@ -202,12 +202,12 @@ def test_embedding_reads_only_gathered_rows(unfused):
 
 def test_quantize_nvfp4_counts_block_scales(unfused):
     n = 4096 * 4096
-    got = unfused(f"""
+    got = unfused("""
         name: t
-        tensors: {{x: {{shape: [4096, 4096], dtype: bf16}}}}
+        tensors: {x: {shape: [4096, 4096], dtype: bf16}}
         ops:
-          - {{kind: quantize, name: q, inputs: [x], outputs: [y], dtype: nvfp4}}
-          - {{kind: dequantize, name: dq, inputs: [y], outputs: [z], dtype: bf16}}
+          - {kind: quantize, name: q, inputs: [x], outputs: [y], dtype: nvfp4}
+          - {kind: dequantize, name: dq, inputs: [y], outputs: [z], dtype: bf16}
     """)
     fp4_bytes = n // 2 + n // 16          # 4 bits each, one fp8 scale per 16 elements
     assert got["q"].hbm_write_bytes == fp4_bytes

@@ -856,7 +856,7 @@ def validation_summary_html(vf) -> str:
                 f"{sum(x <= 0.25 for x in errs) / len(errs):.0%}", f"{max(errs):.0%}"]
 
     classes = sorted({k.op_class for k in ks})
-    rows = [[f"<b>all kernels</b>"] + stats(ks)]
+    rows = [["<b>all kernels</b>"] + stats(ks)]
     rows += [[e(c)] + stats([k for k in ks if k.op_class == c]) for c in classes]
     parts.append(_table(["op class", "kernels", "median |error|", "within ±10%",
                          "within ±25%", "worst |error|"], rows, "summary"))

@@ -7,7 +7,7 @@ import math
 
 from rooflab.graph import Graph
 from rooflab.schedule import Kernel
-from rooflab.validate.kernels.codegen import Built, escaping, external_inputs
+from rooflab.validate.kernels.codegen import Built, escaping
 from rooflab.validate.common import Unsupported, scales_name
 
 
@@ -24,7 +24,6 @@ def build(g: Graph, kernel: Kernel, views) -> Built:
     ops = [g.ops[i] for i in kernel.ops]
     kinds = [op.kind for op in ops]
     outs = escaping(g, kernel, views)
-    ins = external_inputs(g, kernel, views)
     cache: dict = {}
 
     if kernel.fusion == "attention" or kinds == ["attention"]:
