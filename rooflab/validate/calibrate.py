@@ -97,14 +97,12 @@ def measure(log=print) -> dict:
                                                             num_warps=8)) * 1e-3
     out["read_tb_per_s"] = xf.numel() * 4 / t / 1e12
     log(f"read: {out['read_tb_per_s']:.3f} TB/s")
-    del x, y, xf
     small = torch.randn(4 << 20, device=dev)             # 16 MiB: stays in L2
     part = torch.empty(triton.cdiv(small.numel(), block), device=dev)
     ms = _graph_ms(lambda: _read_kernel[(part.numel(),)](small, part, small.numel(), BLOCK=block,
                                                         num_warps=8), 100)
     out["l2_tb_per_s"] = small.numel() * 4 / (ms * 1e-3) / 1e12
     log(f"L2 read (16 MiB resident, graph replay): {out['l2_tb_per_s']:.3f} TB/s")
-    del small
     gemm = {}
     m = 8192
     for name, dtype in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
@@ -124,7 +122,6 @@ def measure(log=print) -> dict:
         a8, b8, one, one, out_dtype=torch.bfloat16), 400, 200) * 1e-3) / 1e12
     out["gemm_tflops"] = gemm
     log("GEMM 8192³ TFLOP/s: " + ", ".join(f"{k} {v:.0f}" for k, v in gemm.items()))
-    del a, b, a8, b8
     tiny = torch.zeros(1, device=dev)
     for _ in range(100):
         tiny.add_(1.0)
@@ -150,7 +147,6 @@ def measure(log=print) -> dict:
     busy = 2 * chunk * 4 / (out["copy_tb_per_s"] * 1e12)
     out["graph_launch_us"] = max(0.0, per - busy) * 1e6
     out["graph_tiny_us"] = _graph_ms(lambda: tiny.add_(1.0), 2000) * 1e3
-    del src, dst
     _tiny_kernel[(1,)](tiny)
     out["empty_kernel_us"] = _median_ms(lambda: _tiny_kernel[(1,)](tiny)) * 1e3
     # the fixed cost of a small real kernel: a 256 KiB copy, which reads HBM after the flush
@@ -171,7 +167,6 @@ def measure(log=print) -> dict:
         curve.append((moved / 1e6, moved / (t - out["min_kernel_us"] * 1e-6) / 1e12))
     out["copy_curve_mb_tb_per_s"] = curve
     log("copy curve (MB moved: TB/s): " + ", ".join(f"{mb:.0f}: {bw:.2f}" for mb, bw in curve))
-    del src, dst
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(reps):
