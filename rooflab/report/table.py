@@ -81,7 +81,7 @@ def render(pred: Prediction, all_kernels: bool = False, max_name: int = 34) -> s
                      k.bound, format_time(r.time_s)])
     t = pred.totals
     inten = t.flops / t.hbm_bytes if t.hbm_bytes else float("inf")
-    total = [f"total ({t.kernels} kernels)", "", format_flops(t.flops), "",
+    total = [f"total ({t.kernels} kernel{'' if t.kernels == 1 else 's'})", "", format_flops(t.flops), "",
              format_bytes(t.hbm_read_bytes), format_bytes(t.hbm_write_bytes),
              format_intensity(inten), format_time(t.compute_s), format_time(t.memory_s),
              format_time(t.launch_s), t.bound, format_time(t.time_s)]
