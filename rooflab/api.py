@@ -36,3 +36,16 @@ def predict(workload_path: str | Path | Graph, hw: str | Hardware, schedule: str
     """Predict one workload on one GPU under one schedule and launch mode."""
     graph = workload_path if isinstance(workload_path, Graph) else load_workload(workload_path, sets)
     return predict_graph(graph, load_hardware(hw), schedule, launch)
+
+
+def predict_matrix(graph: Graph, gpus: list[Hardware], schedules: list[str], launches: list[str]):
+    """Predictions for every GPU x launch mode x schedule, and per (GPU, launch mode) the
+    comparison of each later schedule against the first. Returns (predictions, comparisons)."""
+    from rooflab import compare
+    preds, comparisons = [], []
+    for hw in gpus:
+        for mode in launches:
+            ps = [predict_graph(graph, hw, s, mode) for s in schedules]
+            preds += ps
+            comparisons += [compare.compare(ps[0], p) for p in ps[1:]]
+    return preds, comparisons

@@ -34,6 +34,14 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _launches(value: str) -> list[str]:
+    modes = _split(value)
+    for mode in modes:
+        if mode not in ("eager", "graph"):
+            raise RooflabError(f"--launch {mode}: expected eager or graph")
+    return modes
+
+
 def _version(value: bool):
     if value:
         typer.echo(f"rooflab {__version__}")
@@ -86,20 +94,10 @@ def predict(
     overrides = wl.parse_sets(sets)
     graph = api.load_workload(workload, overrides)
     gpus = [api.load_hardware(h) for h in _split(hardware)]
-    launches = _split(launch)
-    for mode in launches:
-        if mode not in ("eager", "graph"):
-            raise RooflabError(f"--launch {mode}: expected eager or graph")
     schedules = _split(compare) if compare else [schedule]
     if compare and len(schedules) != 2:
         raise RooflabError(f"--compare {compare}: expected two schedules, like unfused,fused")
-    preds, comparisons = [], []
-    for hw in gpus:
-        for mode in launches:
-            ps = [api.predict_graph(graph, hw, s, mode) for s in schedules]
-            preds += ps
-            if compare:
-                comparisons.append(cmp.compare(ps[0], ps[1]))
+    preds, comparisons = api.predict_matrix(graph, gpus, schedules, _launches(launch))
     if html:
         from rooflab.report import html as html_report
         html_report.write_predictions(html, preds, comparisons, force=force)
@@ -234,8 +232,10 @@ def fusions(
 
     graph = api.load_workload(workload, wl.parse_sets(sets))
     hw = api.load_hardware(hardware)
-    if launch not in ("eager", "graph"):
-        raise RooflabError(f"--launch {launch}: expected eager or graph")
+    modes = _launches(launch)
+    if len(modes) != 1:
+        raise RooflabError(f"--launch {launch}: fusions takes one launch mode, eager or graph")
+    launch = modes[0]
     c = cmp.compare(api.predict_graph(graph, hw, baseline, launch),
                     api.predict_graph(graph, hw, schedule, launch))
     if as_json:
@@ -259,24 +259,16 @@ def report(
     """Write an interactive HTML report: summary, roofline per GPU, time per kernel."""
     from pathlib import Path
 
-    from rooflab import api, compare as cmp, workload as wl
+    from rooflab import api, workload as wl
     from rooflab.report import html as html_report
 
     html_report.check_target(output, force)          # fail before predicting
     graph = api.load_workload(workload, wl.parse_sets(sets))
     gpus = [api.load_hardware(h) for h in _split(hardware)]
-    schedules, launches = _split(compare), _split(launch)
+    schedules = _split(compare)
     if not schedules:
         raise RooflabError(f"--compare {compare!r}: expected schedules, like unfused,fused")
-    for mode in launches:
-        if mode not in ("eager", "graph"):
-            raise RooflabError(f"--launch {mode}: expected eager or graph")
-    preds, comparisons = [], []
-    for hw in gpus:
-        for mode in launches:
-            ps = [api.predict_graph(graph, hw, s, mode) for s in schedules]
-            preds += ps
-            comparisons += [cmp.compare(ps[0], p) for p in ps[1:]]
+    preds, comparisons = api.predict_matrix(graph, gpus, schedules, _launches(launch))
     html_report.write_predictions(output, preds, comparisons, force=force)
     typer.echo(f"wrote {output} ({Path(output).stat().st_size / 1e6:.1f} MB)")
 
