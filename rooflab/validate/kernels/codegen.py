@@ -369,7 +369,55 @@ _REDUCE_CODE = {
 }
 
 
-def gen_row(g: Graph, kernel: Kernel, views: _Views) -> Built:
+# Looped form of each reduction, for rows too long to hold in registers: pass 1 streams the
+# row in chunks into per-lane partial statistics ({y}a, {y}s), reduced once after the loop;
+# pass 2 streams the row again (mostly from L2: the rows in flight are a few MB) and writes the
+# elementwise result. (init, accumulate, finish, per element) lines.
+_LOOP_CODE = {
+    "sum": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)"],
+            ["{y}a += tl.where(mask, {x}, 0.0)"], ["{y} = tl.sum({y}a, axis=0)"], []),
+    "mean": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)"],
+             ["{y}a += tl.where(mask, {x}, 0.0)"], ["{y} = tl.sum({y}a, axis=0) / {c}"], []),
+    "max": (["{y}a = tl.full([BLOCK_C], float('-inf'), dtype=tl.float32)"],
+            ["{y}a = tl.maximum({y}a, tl.where(mask, {x}, float('-inf')))"],
+            ["{y} = tl.max({y}a, axis=0)"], []),
+    # online softmax per lane; a finite start keeps exp(old - new) defined for lanes that have
+    # only seen -inf (masked scores)
+    "softmax": (["{y}a = tl.full([BLOCK_C], -3.0e38, dtype=tl.float32)",
+                 "{y}s = tl.zeros([BLOCK_C], dtype=tl.float32)"],
+                ["{y}n = tl.maximum({y}a, tl.where(mask, {x}, float('-inf')))",
+                 "{y}s = {y}s * tl.exp({y}a - {y}n) + tl.where(mask, tl.exp({x} - {y}n), 0.0)",
+                 "{y}a = {y}n"],
+                ["{y}m = tl.max({y}a, axis=0)",
+                 "{y}i = 1.0 / tl.sum({y}s * tl.exp({y}a - {y}m), axis=0)"],
+                ["{y} = tl.exp({x} - {y}m) * {y}i"]),
+    "rmsnorm": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)"],
+                ["{y}a += tl.where(mask, {x} * {x}, 0.0)"],
+                ["{y}r = tl.rsqrt(tl.sum({y}a, axis=0) / {c} + {eps})"],
+                ["{y} = {x} * {y}r{w}"]),
+    # sum and sum of squares in fp32; E[x^2] - mean^2 is exact enough for activations whose mean
+    # is not large against their spread
+    "layernorm": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)",
+                   "{y}s = tl.zeros([BLOCK_C], dtype=tl.float32)"],
+                  ["{y}a += tl.where(mask, {x}, 0.0)", "{y}s += tl.where(mask, {x} * {x}, 0.0)"],
+                  ["{y}m = tl.sum({y}a, axis=0) / {c}",
+                   "{y}r = tl.rsqrt(tl.maximum(tl.sum({y}s, axis=0) / {c} - {y}m * {y}m, 0.0) + {eps})"],
+                  ["{y} = ({x} - {y}m) * {y}r{w}{b}"]),
+}
+
+
+def row_config(c: int) -> dict:
+    """How a row kernel covers a row of `c` elements: whole in registers (num_warps grows with
+    the row so each thread holds at most 16-32 values), or looped over chunks past 8K columns,
+    where a whole row would leave one CTA per SM and nothing to overlap its reduction with."""
+    block_c = 1 << (c - 1).bit_length()
+    if block_c > 8192:
+        return dict(loop=True, BLOCK_C=2048, num_warps=8)
+    return dict(loop=False, BLOCK_C=block_c,
+                num_warps=16 if block_c >= 8192 else 8 if block_c >= 2048 else 4)
+
+
+def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None) -> Built:
     red = next(i for i in kernel.ops if RULES[g.ops[i].kind].role is Role.REDUCTION)
     rop = g.ops[red]
     x_t = g.tensors[views(rop.inputs[0])]
@@ -377,39 +425,74 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views) -> Built:
     if axis != len(x_t.shape) - 1:
         raise Unsupported("reduction over a non-last axis")
     c = x_t.shape[-1]
-    block_c = 1 << (c - 1).bit_length()
-    if block_c > 32768:
-        raise Unsupported(f"row of {c} elements: multi-pass kernel not generated")
+    cfg = config or row_config(c)
+    block_c, warps, loop = cfg["BLOCK_C"], cfg["num_warps"], cfg["loop"]
     space = _Space(x_t.shape, "flat", "mask", "cols", "row", row_is_scalar=True)
     em = _Emitter(g, kernel, views, space)
     outs = escaping(g, kernel, views)
-    for i in kernel.ops:
-        op = g.ops[i]
-        if i != red:
+    fmt = dict(c=float(c), eps=float(rop.attrs.get("eps", 1e-5)))
+    pro = [i for i in kernel.ops if i < red]
+    epi = [i for i in kernel.ops if i > red]
+    for i in pro:
+        em.pointwise(i)
+    x = em.value(rop.inputs[0])
+    pro_lines = list(em.lines)            # loads and prologue math: pass 2 runs them again
+    y = f"v{len(em.vars)}"
+    em.vars[views(rop.outputs[0])] = y
+    scalar = rop.kind in ("sum", "mean", "max")
+    if scalar:
+        em.scalar_vars.add(y)
+    made_before = {views(t) for i in pro for t in g.ops[i].outputs}
+
+    def lines(template: list[str]) -> list[str]:
+        # weight and bias are loaded where the template uses them (pass 2 of a looped row)
+        uses = "".join(template)
+        w = f" * {em.value(rop.inputs[1])}" if len(rop.inputs) > 1 and "{w}" in uses else ""
+        b = f" + {em.value(rop.inputs[2])}" if len(rop.inputs) > 2 and "{b}" in uses else ""
+        return [line.format(y=y, x=x, w=w, b=b, **fmt) for line in template]
+
+    def epilogue_and_stores(skip: set[str]) -> None:
+        for i in epi:
             em.pointwise(i)
-            continue
-        x = em.value(op.inputs[0])
-        w = f" * {em.value(op.inputs[1])}" if len(op.inputs) > 1 else ""
-        b = f" + {em.value(op.inputs[2])}" if len(op.inputs) > 2 else ""
-        y = f"v{len(em.vars)}"
-        for line in _REDUCE_CODE[op.kind]:
-            em.lines.append(line.format(y=y, x=x, c=float(c), eps=float(op.attrs.get("eps", 1e-5)),
-                                        w=w, b=b))
-        em.vars[views(op.outputs[0])] = y
-        if op.kind in ("sum", "mean", "max"):
-            em.scalar_vars.add(y)
-    for t in outs:
-        em.store(t)
+        for t in outs:
+            if views(t) not in skip:
+                em.store(t)
+
+    if not loop:
+        em.lines += lines(_REDUCE_CODE[rop.kind])
+        epilogue_and_stores(set())
+        body = ("    cols = tl.arange(0, BLOCK_C)\n"
+                f"    mask = cols < {c}\n"
+                f"    flat = row * {c} + cols\n" + _indent(em.lines))
+    else:
+        init, acc, fin, elem = _LOOP_CODE[rop.kind]
+        em.lines = []
+        for t in outs:                    # prologue values that escape are written in pass 1
+            if views(t) in made_before:
+                em.store(t)
+        pass1 = pro_lines + em.lines + lines(acc)
+        em.lines = []
+        head = ("    for c0 in range(0, {c}, BLOCK_C):\n"
+                "        cols = c0 + tl.arange(0, BLOCK_C)\n"
+                f"        mask = cols < {c}\n"
+                f"        flat = row * {c} + cols\n").replace("{c}", str(c))
+        body = _indent(lines(init)) + "\n" + head + _indent(pass1, 8) + "\n" + _indent(lines(fin))
+        done = set(made_before)
+        if scalar and views(rop.outputs[0]) in outs:
+            em.store(rop.outputs[0])
+            body += "\n" + _indent(em.lines)
+            done.add(views(rop.outputs[0]))
+        if [t for t in outs if views(t) not in done]:
+            em.lines = list(pro_lines)
+            em.lines += lines(elem)
+            epilogue_and_stores(done)
+            body += "\n" + head + _indent(em.lines, 8)
     ins = [t for t in em.params if t not in outs]
     params = ", ".join(em.param_of[t] for t in em.params)
     rows = x_t.numel // c
     src = (_header() + f"def kernel({params}, BLOCK_C: tl.constexpr):\n"
-           "    row = tl.program_id(0).to(tl.int64)\n"
-           "    cols = tl.arange(0, BLOCK_C)\n"
-           f"    mask = cols < {c}\n"
-           f"    flat = row * {c} + cols\n" + _indent(em.lines) + "\n")
+           "    row = tl.program_id(0).to(tl.int64)\n" + body + "\n")
     mod = Lazy(src)
-    warps = 32 if block_c >= 32768 else 16 if block_c >= 8192 else 8 if block_c >= 2048 else 4
 
     def run(env):
         out = _alloc(g, outs, env[ins[0]].device)
@@ -418,13 +501,13 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views) -> Built:
         return out
     const = {"BLOCK_C": block_c}
     return Built(kernel.name, "row", ins, outs, run, src,
-                 {"signature": _signature(g, em.params, const), "constexprs": const,
+                 {"config": cfg, "signature": _signature(g, em.params, const), "constexprs": const,
                   "num_warps": warps})
 
 
-def _gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = 132) -> dict:
+def gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = 132) -> dict:
     """Launch config for the tile the cost model assumes (cost.gemm_tile); no autotuning,
-    since compile time is device time."""
+    since compile time is device time (benchmarks/gpu_tune.py sweeps the alternatives)."""
     from rooflab.cost import gemm_tile
     bm, bn = gemm_tile(m, n, batch, sm_count)
     if bm <= 64:
@@ -433,7 +516,7 @@ def _gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = 132) -> dic
     return dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=3)
 
 
-def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:
+def gen_gemm(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None) -> Built:
     mm_i = next(i for i in kernel.ops if g.ops[i].kind == "matmul")
     if mm_i != kernel.ops[0]:
         raise Unsupported("GEMM prologue")
@@ -465,6 +548,18 @@ def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:
     ins = [t for t in em.params if t not in outs]
     params = ", ".join(em.param_of[t] for t in em.params)
     prec = ', input_precision="ieee"' if a.dtype.name == "fp32" and not mm.attrs.get("tf32") else ""
+    cfg = config or gemm_config(m, n, k, batch)
+    where = ("    mask = (rm[:, None] < M) & (rn[None, :] < N)\n"
+             "    flat = pid_b * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]\n")
+    if cfg.get("split_epilogue") and len(kernel.ops) > 1:
+        # the epilogue runs on two [BM, BN/2] halves of the tile in turn: the tensors it loads
+        # (bias, residual) then need half the registers next to the fp32 accumulator
+        epilogue = ("    acc_0, acc_1 = tl.split(tl.permute(tl.reshape(acc, (BM, 2, BN // 2)), (0, 2, 1)))\n"
+                    + "".join(f"    acc = acc_{h}\n"
+                              f"    rn = pid_n * BN + {h} * (BN // 2) + tl.arange(0, BN // 2)\n"
+                              + where + _indent(em.lines) + "\n" for h in (0, 1)))
+    else:
+        epilogue = where + _indent(em.lines) + "\n"
     src = _header() + f"""def kernel({params}, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
            BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr):
     # grouped tile order (Triton tutorial 03) for L2 reuse of A rows and B columns
@@ -474,7 +569,7 @@ def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:
     n_n = tl.cdiv(N, BN)
     group = pid // (GROUP * n_n)
     first_m = group * GROUP
-    size_m = min(n_m - first_m, GROUP)
+    size_m = tl.minimum(n_m - first_m, GROUP)
     pid_m = first_m + (pid % (GROUP * n_n)) % size_m
     pid_n = (pid % (GROUP * n_n)) // size_m
     rm = pid_m * BM + tl.arange(0, BM)
@@ -489,11 +584,9 @@ def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:
         acc = tl.dot(a_t, b_t, acc{prec})
         a_ptrs += BK * {sa[1]}
         b_ptrs += BK * {sb[0]}
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    flat = pid_b * M * N + rm[:, None].to(tl.int64) * N + rn[None, :]
-""" + _indent(em.lines) + "\n"
+""" + epilogue
+
     mod = Lazy(src)
-    cfg = _gemm_config(m, n, k, batch)
 
     def run(env):
         out = _alloc(g, outs, env[a_n].device)
@@ -510,8 +603,10 @@ def gen_gemm(g: Graph, kernel: Kernel, views: _Views) -> Built:
                   "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
 
 
-def build(g: Graph, kernel: Kernel) -> Built:
-    """A Triton kernel computing `kernel`'s escaping outputs from its external inputs."""
+def build(g: Graph, kernel: Kernel, config: dict | None = None) -> Built:
+    """A Triton kernel computing `kernel`'s escaping outputs from its external inputs.
+    `config` overrides the launch configuration of a generated row or GEMM kernel (for tuning
+    sweeps, benchmarks/gpu_tune.py); by default it is `row_config` / `gemm_config`."""
     views = _Views(g)
     kinds = [g.ops[i].kind for i in kernel.ops]
     roles = {RULES[k].role for k in kinds}
@@ -524,7 +619,7 @@ def build(g: Graph, kernel: Kernel) -> Built:
         from rooflab.validate.kernels import templates
         return templates.build(g, kernel, views)
     if Role.GEMM in roles:
-        return gen_gemm(g, kernel, views)
+        return gen_gemm(g, kernel, views, config)
     if Role.REDUCTION in roles:
-        return gen_row(g, kernel, views)
+        return gen_row(g, kernel, views, config)
     return gen_pointwise(g, kernel, views)
