@@ -55,8 +55,9 @@ def _kernel(case: suite.Case, sched: str, name: str):
     g = workload.load_dict(case.workload)
     pred = api.predict_graph(g, H200, sched, "graph")
     k = next(k for k in pred.schedule.kernels if k.name == name)
+    cost = next(c for c in pred.kernels if c.name == name)
     inputs = vrun._inputs(g, seed=1)
-    return g, pred.schedule.graph, k, run_graph(g, inputs)
+    return g, pred.schedule.graph, k, cost, run_graph(g, inputs)
 
 
 def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None) -> None:
@@ -66,9 +67,9 @@ def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None) -
     if time.time() - T0 > DEADLINE:
         print(f"-- skipped {case.name} {name}: past the deadline")
         return
-    g, sg, k, ref = _kernel(case, sched, name)
-    target = {"case": case.name, "schedule": sched, "kernel": name, "hbm_bytes": k.hbm_bytes,
-              "flops": k.flops, "results": []}
+    g, sg, k, cost, ref = _kernel(case, sched, name)
+    target = {"case": case.name, "schedule": sched, "kernel": name, "hbm_bytes": cost.hbm_bytes,
+              "flops": cost.flops, "results": []}
     RESULT["targets"].append(target)
     for v in variants:
         restore = apply(v) if apply else None
@@ -86,7 +87,7 @@ def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None) -
             else:
                 p50, p20, p80 = vrun.bench(lambda: b.run(env))
                 row.update(us=p50 * 1e6, p20_us=p20 * 1e6, p80_us=p80 * 1e6,
-                           tb_per_s=k.hbm_bytes / p50 / 1e12, tflop_per_s=k.flops / p50 / 1e12)
+                           tb_per_s=cost.hbm_bytes / p50 / 1e12, tflop_per_s=cost.flops / p50 / 1e12)
         except Exception as e:                     # a config that does not compile is data too
             row["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
             traceback.print_exc(limit=1)
@@ -128,7 +129,7 @@ def tiny_kernel_timing() -> None:
     around each launch), a CUDA graph of repeated launches, and the host time of one launch."""
     case = suite.pointwise_chain(16)
     for name in ("scale", "gate", "residual"):
-        g, sg, k, ref = _kernel(case, "unfused", name)
+        g, sg, k, _, ref = _kernel(case, "unfused", name)
         b = codegen.build(sg, k)
         env = {t: ref[t] for t in b.inputs}
         b.run(env)
@@ -158,7 +159,6 @@ def main() -> None:
     RESULT["env"]["copy_tb_per_s"] = copy_tb_per_s()
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
-    tiny_kernel_timing()
 
     # long rows: whole row in registers vs looped two-pass
     soft = suite.scale_softmax(4096, 32768)
