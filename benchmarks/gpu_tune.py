@@ -7,7 +7,8 @@ rooflab/validate/kernels (row_config, gemm_config, the template configs) from me
 Each target is one kernel of one suite case (the shapes where the 2026-12-02 run fell short of
 its bandwidth mark or of its prediction). For every configuration the kernel is built, checked
 against the PyTorch reference (a mismatch is recorded as a failure, never timed) and timed as the
-suite times it (`rooflab.validate.run.bench`: do_bench median, L2 flushed). Results, with the
+suite times it (`rooflab.validate.timing.bench_kernel`: a one-kernel CUDA graph replayed by
+do_bench, median, L2 flushed; with compare=True also launched from Python). Results, with the
 copy bandwidth measured in the same run, go to $OUT/gpu_tune.json (rewritten after each target)
 and a table to stdout. GPU_TUNE_DEADLINE (seconds, default 480) skips targets that would run past it.
 """
@@ -26,6 +27,7 @@ import triton
 from rooflab import api, hardware, workload
 from rooflab.validate import run as vrun
 from rooflab.validate import suite
+from rooflab.validate.timing import bench, bench_kernel
 from rooflab.validate.kernels import attention as A
 from rooflab.validate.kernels import codegen
 from rooflab.validate.kernels import qgemm as Q
@@ -60,7 +62,8 @@ def _kernel(case: suite.Case, sched: str, name: str):
     return g, pred.schedule.graph, k, cost, run_graph(g, inputs)
 
 
-def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None) -> None:
+def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None,
+          compare: bool = False) -> None:
     """Time kernel `name` of `case`'s `sched` schedule under each variant: a codegen config
     (dict), or, with `apply`, a template config that apply(variant) installs (and returns a
     function restoring the default)."""
@@ -73,7 +76,7 @@ def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None) -
     RESULT["targets"].append(target)
     for v in variants:
         restore = apply(v) if apply else None
-        row = {"config": v if isinstance(v, dict) else list(v)}
+        row = {"config": v if isinstance(v, dict) or v is None else list(v)}
         try:
             b = codegen.build(sg, k, v if apply is None else None)
             env = {t: ref[t] for t in b.inputs}
@@ -85,8 +88,10 @@ def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None) -
             if not err <= tol:
                 row["failed"] = f"differs from the reference by {err:.3g} (tolerance {tol:g})"
             else:
-                p50, p20, p80 = vrun.bench(lambda: b.run(env))
-                row.update(us=p50 * 1e6, p20_us=p20 * 1e6, p80_us=p80 * 1e6,
+                p50, p20, p80, how = bench_kernel(lambda: b.run(env))
+                if compare:
+                    row["eager_us"] = bench(lambda: b.run(env))[0] * 1e6
+                row.update(us=p50 * 1e6, p20_us=p20 * 1e6, p80_us=p80 * 1e6, timing=how,
                            tb_per_s=cost.hbm_bytes / p50 / 1e12, tflop_per_s=cost.flops / p50 / 1e12)
         except Exception as e:                     # a config that does not compile is data too
             row["failed"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
@@ -96,6 +101,7 @@ def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None) -
                 restore()
         target["results"].append(row)
         shown = (f"{row['us']:9.1f} us {row['tb_per_s']:5.2f} TB/s {row['tflop_per_s']:7.1f} TFLOP/s"
+                 + (f" (eager {row['eager_us']:.1f} us)" if "eager_us" in row else "")
                  if "us" in row else "FAILED " + row["failed"])
         print(f"{case.name:48s} {sched:7s} {name:28s} {str(row['config']):70s} {shown}", flush=True)
     save()
@@ -124,31 +130,6 @@ def row(loop, block_c, warps) -> dict:
     return dict(loop=loop, BLOCK_C=block_c, num_warps=warps)
 
 
-def tiny_kernel_timing() -> None:
-    """How a 4 µs kernel's measurement depends on the method: the suite's bench (L2 flush, events
-    around each launch), a CUDA graph of repeated launches, and the host time of one launch."""
-    case = suite.pointwise_chain(16)
-    for name in ("scale", "gate", "residual"):
-        g, sg, k, _, ref = _kernel(case, "unfused", name)
-        b = codegen.build(sg, k)
-        env = {t: ref[t] for t in b.inputs}
-        b.run(env)
-        torch.cuda.synchronize()
-        p50, p20, p80 = vrun.bench(lambda: b.run(env))
-        graph_ms = triton.testing.do_bench_cudagraph(lambda: b.run(env), rep=50)
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        for _ in range(2000):
-            b.run(env)
-        host_us = (time.perf_counter() - t) / 2000 * 1e6
-        torch.cuda.synchronize()
-        rec = {"kernel": name, "bench_us": p50 * 1e6, "bench_p20_us": p20 * 1e6,
-               "bench_p80_us": p80 * 1e6, "cudagraph_us": graph_ms * 1e3, "host_launch_us": host_us}
-        RESULT.setdefault("tiny", []).append(rec)
-        print("tiny", rec, flush=True)
-    save()
-
-
 def main() -> None:
     props = torch.cuda.get_device_properties(0)
     RESULT["env"] = {"gpu": props.name, "sm_count": props.multi_processor_count,
@@ -160,77 +141,60 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # long rows: whole row in registers vs looped two-pass
+    # timing method: a one-kernel graph vs the Python launch, on short and long kernels
+    chain16 = suite.pointwise_chain(16)
+    for name in ("scale", "gate", "residual"):
+        sweep(chain16, "unfused", name, [None], lambda v: (lambda: None), compare=True)
+    sweep(suite.pointwise_chain(32768), "fused", "scale+bias+gelu+gate+residual", [None],
+          lambda v: (lambda: None), compare=True)
+    sweep(suite.gemm_epilogue(1024, 1024, 1024), "unfused", "gemm", [None], lambda v: (lambda: None),
+          compare=True)
+
+    # long rows: whole row in registers vs looped two-pass (with L2 eviction hints)
     soft = suite.scale_softmax(4096, 32768)
-    long_rows = [row(False, 32768, 32), row(False, 32768, 16)] + [
-        row(True, c, w) for c in (1024, 2048, 4096, 8192) for w in (4, 8, 16) if c // (32 * w) >= 4]
-    sweep(soft, "fused", "scale+softmax", long_rows)
+    sweep(soft, "fused", "scale+softmax", [row(False, 32768, 32)] + [
+        dict(row(True, c, w), evict=True) for c, w in
+        ((2048, 8), (4096, 16), (4096, 32), (8192, 16), (8192, 32), (16384, 32))] + [
+        row(True, 8192, 32), row(True, 16384, 32)])
     ln = suite.layernorm_gelu(16384)
-    d4096 = [row(False, 4096, w) for w in (4, 8, 16, 32)] + [
-        row(True, c, w) for c, w in ((1024, 4), (2048, 4), (2048, 8), (4096, 8))]
-    sweep(ln, "fused", "layernorm+gelu", d4096)
-    sweep(ln, "unfused", "layernorm", d4096[:4] + d4096[5:6])
-    sweep(suite.add_rmsnorm(32768), "fused", "residual_add+rmsnorm", d4096[:4] + d4096[5:6])
+    sweep(ln, "fused", "layernorm+gelu", [row(False, 4096, 4), row(False, 4096, 8),
+                                          row(True, 2048, 4)])
+    sweep(ln, "unfused", "gelu", [None], lambda v: (lambda: None))
 
     # naive attention's batched GEMMs: write-bound QKᵀ (K=128), read-bound P·V
     att = suite.naive_attention(2, 32, 2048)
     sweep(att, "unfused", "qk", [
-        gemm(128, 256, 64, 8, 3), gemm(128, 256, 128, 8, 2), gemm(128, 256, 128, 8, 1),
-        gemm(128, 256, 64, 8, 2), gemm(128, 128, 128, 8, 2), gemm(128, 128, 128, 4, 2),
-        gemm(128, 128, 64, 4, 3), gemm(128, 128, 128, 8, 1), gemm(64, 256, 128, 4, 2),
-        gemm(64, 128, 128, 4, 2)])
-    sweep(att, "unfused", "pv", [
-        gemm(128, 128, 64, 8, 3), gemm(128, 128, 64, 4, 4), gemm(128, 128, 128, 8, 3),
-        gemm(128, 128, 64, 8, 4), gemm(64, 128, 64, 4, 4), gemm(64, 128, 128, 4, 3),
-        gemm(128, 128, 128, 4, 3), gemm(128, 128, 32, 4, 5)])
-    small_att = suite.naive_attention(1, 32, 512)
-    sweep(small_att, "unfused", "qk", [
-        gemm(128, 256, 64, 8, 3), gemm(128, 128, 128, 8, 2), gemm(128, 128, 128, 4, 2),
-        gemm(64, 128, 128, 4, 2)])
+        gemm(64, 128, 128, 4, 2), gemm(64, 64, 128, 4, 1), gemm(64, 64, 128, 4, 2),
+        gemm(64, 64, 64, 4, 2), gemm(64, 128, 128, 4, 1), gemm(64, 128, 64, 4, 2),
+        gemm(32, 128, 128, 4, 2), gemm(128, 64, 128, 4, 2), gemm(64, 64, 128, 2, 2),
+        gemm(128, 256, 64, 8, 3)])
+    sweep(att, "unfused", "pv", [gemm(128, 128, 64, 8, 3)])
 
-    # GEMM epilogues: whole tile vs two halves vs a narrower tile
-    for m in (1024, 2048, 8192):
+    # GEMM epilogues (GELU now one exp and a fast division): whole tile vs two halves
+    for m in (1024, 2048, 4096, 8192):
         bn = 128 if m <= 2048 else 256
         sweep(suite.gemm_epilogue(m, m, m), "fused", "gemm+bias+gelu+residual", [
             gemm(128, bn, 64, 8, 3), gemm(128, bn, 64, 8, 3, split=True),
-            gemm(128, 128, 64, 8, 3), gemm(128, 128, 64, 4, 4), gemm(128, bn, 64, 8, 4, split=True)])
+            gemm(128, bn, 64, 8, 4), gemm(128, bn, 64, 8, 4, split=True)])
     mlp = suite.mlp_block(4096)
     for name in ("gate+silu+mul", "down+residual"):
         sweep(mlp, "fused", name, [gemm(128, 256, 64, 8, 3), gemm(128, 256, 64, 8, 3, split=True),
-                                   gemm(128, 128, 64, 8, 3)])
-    sweep(suite.gemm_epilogue(16, 4096, 4096), "fused", "gemm+bias+gelu+residual", [
-        gemm(16, 64, 256, 4, 4, 1), gemm(16, 32, 256, 4, 4, 1), gemm(16, 64, 128, 4, 5, 1),
-        gemm(16, 64, 512, 4, 3, 1), gemm(16, 32, 512, 4, 3, 1)])
-    sweep(suite.mlp_block(16), "fused", "down+residual", [
-        gemm(16, 64, 256, 4, 4, 1), gemm(16, 32, 256, 4, 4, 1), gemm(16, 64, 512, 4, 3, 1),
-        gemm(16, 32, 512, 4, 3, 1)])
+                                   gemm(128, 256, 64, 8, 4)])
 
-    # templates
+    # templates, now timed as graphs
     sweep(suite.fp8_gemm(2048, 2048, 2048), "fused", "gemm", [
-        (128, 128, 128, 8, 4, 5, True), (128, 128, 128, 8, 4, 4, True), (128, 128, 128, 8, 8, 3, True),
-        (128, 256, 128, 8, 8, 3, True), (64, 128, 128, 8, 4, 5, True), (128, 64, 128, 8, 4, 5, True),
-        (64, 256, 128, 8, 4, 4, True), (128, 128, 64, 8, 4, 6, True)], patch(Q, "FP8_CONFIG"))
-    decode = [(64, 4, 3), (128, 4, 3), (64, 8, 3), (128, 8, 3), (32, 4, 3), (64, 4, 4), (128, 4, 2)]
-    sweep(suite.flash_attention(64, 32, 8, 1, 2048), "fused", "attention", decode,
-          patch(A, "DECODE_CONFIG"))
-    sweep(suite.flash_attention(16, 32, 8, 1, 8192), "fused", "attention", decode[:4],
-          patch(A, "DECODE_CONFIG"))
-    flash = [(128, 64, 8, 3), (64, 64, 4, 3), (64, 128, 4, 3), (128, 128, 8, 3), (64, 64, 4, 4)]
-    sweep(suite.naive_attention(1, 32, 512), "fused", "qk+scale+mask+softmax+pv", flash,
-          patch(A, "FLASH_CONFIGS", (128, True)))
-    sweep(suite.flash_attention(4, 32, 8, 2048, 2048), "fused", "attention", flash,
-          patch(A, "FLASH_CONFIGS", (128, True)))
-    w4 = suite.w4a16(16, 8192, 8192, True)
-    sweep(w4, "fused", "qgemm", [
-        (16, 128, 128, 4, 4, 4, 0), (16, 64, 128, 4, 4, 4, 0), (16, 128, 128, 2, 4, 4, 0),
-        (16, 256, 128, 4, 8, 3, 0), (16, 128, 64, 4, 4, 4, 0), (16, 64, 128, 2, 4, 3, 0),
-        (16, 32, 128, 1, 4, 4, 0)], patch(Q, "W4A16_CONFIG_SMALL_M"))
-    sweep(suite.w4a16(16, 8192, 8192, False), "fused", "dequant+gemm", [(16, 128, 128, 4, 4, 4, 0)],
-          patch(Q, "W4A16_CONFIG_SMALL_M"))
-    sweep(suite.w4a16(2048, 8192, 8192, True), "fused", "qgemm", [
-        (256, 128, 64, 1, 8, 3, 0), (128, 128, 64, 1, 8, 3, 0), (128, 256, 64, 1, 8, 3, 0),
-        (128, 128, 128, 1, 8, 3, 0), (64, 128, 128, 1, 4, 3, 0)], patch(Q, "W4A16_CONFIG_LARGE_M"))
-    sweep(suite.w4a16(2048, 8192, 8192, False), "fused", "dequant+gemm", [(256, 128, 64, 1, 8, 3, 0)],
+        (128, 128, 128, 8, 4, 5, True), (128, 128, 128, 8, 8, 3, True), (128, 128, 128, 8, 8, 4, True),
+        (128, 256, 128, 8, 8, 3, True)], patch(Q, "FP8_CONFIG"), compare=True)
+    sweep(suite.fp8_gemm(8192, 8192, 8192), "fused", "gemm", [
+        (128, 128, 128, 8, 4, 5, True), (128, 128, 128, 8, 8, 3, True)], patch(Q, "FP8_CONFIG"))
+    sweep(suite.flash_attention(64, 32, 8, 1, 2048), "fused", "attention", [(64, 4, 3), (64, 4, 4)],
+          patch(A, "DECODE_CONFIG"), compare=True)
+    sweep(suite.naive_attention(1, 32, 512), "fused", "qk+scale+mask+softmax+pv",
+          [(128, 64, 8, 3), (64, 64, 4, 3)], patch(A, "FLASH_CONFIGS", (128, True)), compare=True)
+    sweep(suite.w4a16(16, 8192, 8192, True), "fused", "qgemm", [
+        (16, 128, 128, 4, 4, 4, 0), (16, 64, 128, 4, 4, 4, 0), (16, 64, 128, 8, 4, 4, 0),
+        (16, 64, 128, 4, 4, 3, 0)], patch(Q, "W4A16_CONFIG_SMALL_M"), compare=True)
+    sweep(suite.w4a16(2048, 8192, 8192, True), "fused", "qgemm", [(256, 128, 64, 1, 8, 3, 0)],
           patch(Q, "W4A16_CONFIG_LARGE_M"))
     RESULT["env"]["wall_s"] = time.time() - T0
     save()

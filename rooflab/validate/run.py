@@ -2,8 +2,9 @@
 check it against the PyTorch reference, time it, and record predicted vs measured.
 
 Timing (see accuracy.py for what each number is compared with):
-  * kernels: `triton.testing.do_bench` (warm-up, median of many runs, L2 flushed before each by
-    writing a 256 MB buffer, CUDA events) on fresh random inputs;
+  * kernels: each captured as a one-kernel CUDA graph, replayed by `triton.testing.do_bench`
+    (warm-up, median of many runs, L2 flushed before each by writing a 256 MB buffer, CUDA
+    events) on fresh random inputs (timing.py says why a graph);
   * schedules: every kernel of the schedule replayed as one CUDA graph, and launched eagerly one
     by one from Python, each timed the same way.
 """
@@ -14,7 +15,6 @@ import datetime as dt
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 import triton
@@ -29,6 +29,7 @@ from rooflab.validate.common import Unsupported
 from rooflab.validate.reference import (TOLERANCE, make_scales, random_input, rel_error,
                                         run_graph, scales_name)
 from rooflab.validate.suite import Case
+from rooflab.validate.timing import bench, bench_kernel, capture
 
 SCHEDULES = ("unfused", "fused")
 
@@ -60,20 +61,6 @@ def provenance(command: str, spec: str) -> Provenance:
                       triton=triton.__version__,
                       date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                       command=command, git_sha=sha, hardware_spec=spec)
-
-
-def bench(fn: Callable[[], object], rep_ms: int = 60, tries: int = 3) -> tuple[float, float, float]:
-    """(median, p20, p80) seconds of `fn`, L2 flushed before every run. A measurement whose
-    p20-p80 spread exceeds a quarter of its median was disturbed: it is taken again (up to
-    `tries` times) and the steadiest kept."""
-    best = None
-    for _ in range(tries):
-        p50, p20, p80 = triton.testing.do_bench(fn, warmup=10, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
-        if best is None or (p80 - p20) / p50 < (best[2] - best[1]) / best[0]:
-            best = (p50, p20, p80)
-        if (p80 - p20) <= 0.25 * p50:
-            break
-    return best[0] * 1e-3, best[1] * 1e-3, best[2] * 1e-3
 
 
 def _inputs(graph, seed: int) -> dict[str, torch.Tensor]:
@@ -129,13 +116,13 @@ def run_case(case: Case, hw: Hardware, seed: int = 0, log=print) -> CaseResult:
                 err = max(err, e)
             key = tuple(k.ops)
             if key not in measured:        # a kernel both schedules share is timed once
-                measured[key] = bench(lambda b=b, env=env: b.run(env))
-            p50, p20, p80 = measured[key]
+                measured[key] = bench_kernel(lambda b=b, env=env: b.run(env))
+            p50, p20, p80, timing = measured[key]
             results.append(KernelResult(
                 kernel=k.name, ops=list(k.ops), op_class=cp.classes[k.name], fusion=k.fusion,
                 flops=k.flops, hbm_bytes=k.hbm_bytes, predicted_s=cp.kernels[k.name],
-                measured_s=p50, measured_p20_s=p20, measured_p80_s=p80, bound=k.bound,
-                max_rel_error=err))
+                measured_s=p50, measured_p20_s=p20, measured_p80_s=p80, timing=timing,
+                bound=k.bound, max_rel_error=err))
         kernels[sc.name] = results
         schedules += _time_schedule(sc, inputs, cp)
     log(f"  {case.name}: " + ", ".join(
@@ -152,14 +139,7 @@ def _time_schedule(sc: _Sched, inputs: dict, cp) -> list[ScheduleResult]:
             env.update(b.run(env))
     eager()
     torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        eager()                                   # warm allocations on the capture stream
-    torch.cuda.current_stream().wait_stream(stream)
-    with torch.cuda.graph(graph):
-        eager()
+    graph = capture(eager)
     g50, _, _ = bench(graph.replay)
     e50, _, _ = bench(eager)
     return [ScheduleResult(schedule=sc.name, launch="graph", predicted_s=cp.graph_s, measured_s=g50),

@@ -47,12 +47,15 @@ def _signature(g: Graph, params: list[str], constexprs: dict) -> dict:
     return sig
 
 
+# Activations as one exp and one fast (non-IEEE, 2 ulp) division: GELU (tanh form) is
+# x * sigmoid(2 * sqrt(2/pi) * (x + 0.044715 x^3)). Cheap math matters where the activation runs
+# after a row reduction or a GEMM main loop and nothing else hides it.
 _UNARY = {
     "relu": "tl.maximum({x}, 0.0)",
-    "gelu": "0.5 * {x} * (1.0 + (2.0 * tl.sigmoid(1.5957691216057308 * ({x} + 0.044715 * {x} * {x} * {x})) - 1.0))",
-    "silu": "{x} * tl.sigmoid({x})",
-    "sigmoid": "tl.sigmoid({x})",
-    "tanh": "2.0 * tl.sigmoid(2.0 * {x}) - 1.0",
+    "gelu": "tl.fdiv({x}, 1.0 + tl.exp(-1.5957691216057308 * ({x} + 0.044715 * {x} * {x} * {x})))",
+    "silu": "tl.fdiv({x}, 1.0 + tl.exp(-{x}))",
+    "sigmoid": "tl.fdiv(1.0, 1.0 + tl.exp(-{x}))",
+    "tanh": "tl.fdiv(2.0, 1.0 + tl.exp(-2.0 * {x})) - 1.0",
     "exp": "tl.exp({x})",
     "neg": "-{x}",
     "sqrt": "tl.sqrt(tl.abs({x}))",
@@ -406,6 +409,10 @@ _LOOP_CODE = {
 }
 
 
+def _evict(line: str, policy: str) -> str:
+    return line.replace(", other=0.0)", f", other=0.0, eviction_policy='{policy}')")
+
+
 def row_config(c: int) -> dict:
     """How a row kernel covers a row of `c` elements: whole in registers (num_warps grows with
     the row so each thread holds at most 16-32 values), or looped over chunks past 8K columns,
@@ -471,6 +478,9 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
             if views(t) in made_before:
                 em.store(t)
         pass1 = pro_lines + em.lines + lines(acc)
+        if cfg.get("evict"):
+            # keep the row in L2 for pass 2's re-read; pass 2's reads are the last use
+            pass1 = [_evict(line, "evict_last") for line in pass1]
         em.lines = []
         head = ("    for c0 in range(0, {c}, BLOCK_C):\n"
                 "        cols = c0 + tl.arange(0, BLOCK_C)\n"
@@ -483,7 +493,8 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
             body += "\n" + _indent(em.lines)
             done.add(views(rop.outputs[0]))
         if [t for t in outs if views(t) not in done]:
-            em.lines = list(pro_lines)
+            em.lines = [_evict(line, "evict_first") if cfg.get("evict") else line
+                        for line in pro_lines]
             em.lines += lines(elem)
             epilogue_and_stores(done)
             body += "\n" + head + _indent(em.lines, 8)
