@@ -116,9 +116,10 @@ def _rw(ins: list[Tensor], outs: list[Tensor]):
 # ----------------------------------------------------------------------------- pointwise
 # FLOPs per output element. gelu: tanh form 0.5x(1+tanh(c(x+0.044715x^3))) = 8;
 # silu: x/(1+exp(-x)) = 4; causal_mask: one compare-select.
-# Special-function-unit ops per element (exp, reciprocal, sqrt, rsqrt each 1): tanh and
-# sigmoid are an exp and a reciprocal; a division is a reciprocal and a multiply.
-UNARY_SFU = {"gelu": 2, "silu": 2, "sigmoid": 2, "tanh": 2, "exp": 1, "sqrt": 1, "rsqrt": 1}
+# Special-function-unit ops per element: one for each activation, as fast kernels evaluate GELU,
+# SiLU, sigmoid and tanh through one tanh.approx (MUFU.TANH), exp through ex2.approx and rsqrt
+# through rsqrt.approx; a division is a reciprocal and a multiply.
+UNARY_SFU = {"gelu": 1, "silu": 1, "sigmoid": 1, "tanh": 1, "exp": 1, "sqrt": 1, "rsqrt": 1}
 UNARY_FLOPS = {"relu": 1, "gelu": 8, "silu": 4, "sigmoid": 3, "tanh": 1, "exp": 1, "neg": 1,
                "sqrt": 1, "rsqrt": 1, "square": 1, "abs": 1, "scale": 1, "causal_mask": 1,
                "cast": 0, "copy": 0}
