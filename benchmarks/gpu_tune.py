@@ -28,9 +28,7 @@ from rooflab import api, hardware, workload
 from rooflab.validate import run as vrun
 from rooflab.validate import suite
 from rooflab.validate.timing import bench, bench_kernel
-from rooflab.validate.kernels import attention as A
 from rooflab.validate.kernels import codegen
-from rooflab.validate.kernels import qgemm as Q
 from rooflab.validate.reference import TOLERANCE, rel_error, run_graph
 
 T0 = time.time()
@@ -147,12 +145,10 @@ def main() -> None:
     RESULT["env"]["fill_tb_per_s"] = x.numel() * 2 / (ms * 1e-3) / 1e12
     ms = triton.testing.do_bench(lambda: x.sum(), warmup=10, rep=200, return_mode="median")
     RESULT["env"]["sum_tb_per_s"] = x.numel() * 2 / (ms * 1e-3) / 1e12
-    del x
     s = torch.randn(4096, 32768, dtype=torch.bfloat16, device="cuda")
     ms = triton.testing.do_bench(lambda: torch.softmax(s, -1), warmup=10, rep=200, return_mode="median")
     RESULT["env"]["torch_softmax_32k_tb_per_s"] = 2 * s.numel() * 2 / (ms * 1e-3) / 1e12
     print({k: v for k, v in RESULT["env"].items() if "tb" in k}, flush=True)
-    del s
 
     # activations through one tanh.approx
     ln = suite.layernorm_gelu(16384)
