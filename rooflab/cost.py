@@ -20,6 +20,8 @@ tiny kernels replayed back to back, so it includes the GPU-side start).
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 
 from rooflab.graph import Graph
@@ -180,12 +182,16 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     reads: dict[str, int] = {}
     writes = 0
     tensor_by_dtype: dict[str, int] = {}
-    vector = reread = link = sfu = 0
+    vector = reread = link = sfu = dequant = 0
     waves = 1.0
+    row_tiles = 1
     for i in kernel.ops:
         c = info.costs[i]
         if c.gemm_mnb:
             waves = min(waves, wave_efficiency(*c.gemm_mnb, hw.sm_count))
+            m = c.gemm_mnb[0]
+            row_tiles = max(row_tiles, -(-m // gemm_tile(*c.gemm_mnb, hw.sm_count)[0]))
+        dequant += c.dequant_elems
         if c.tensor_flops:
             tensor_by_dtype[c.tensor_dtype] = tensor_by_dtype.get(c.tensor_dtype, 0) + c.tensor_flops
         vector += c.vector_flops
@@ -208,6 +214,7 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     if kernel.fusion == "attention":
         reread += _attention_reread(info, kernel)
         causal_fraction = _causal_fraction(info, kernel)
+    balance = _attention_balance(info, kernel, hw.sm_count)
     read_bytes = sum(reads.values())
     # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
     tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items()) / waves
@@ -219,7 +226,10 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     # Transcendentals run on the special-function units; in a kernel that also uses tensor
     # cores (attention's exp, a GELU epilogue) the two take turns within each warp.
     sfu_s = sfu / hw.sfu_ops_per_s if hw.sfu_ops_per_s else 0.0
-    compute_s = max(tensor_s + sfu_s, vector_s, sfu_s)
+    # Integer weights are unpacked and scaled on the ALUs by the warps that also issue the MMAs,
+    # once per row tile of the output: at decode sizes this, not the weight bytes, bounds W4A16.
+    dequant_s = dequant * row_tiles / hw.dequant_rate / waves if dequant else 0.0
+    compute_s = max(tensor_s + sfu_s + dequant_s, vector_s, sfu_s) / balance
     moved = read_bytes + writes
     memory_s = moved / hw.hbm_rate_for(moved) / waves if moved else 0.0
     link_s = link / hw.link_rate if link else 0.0
@@ -253,6 +263,33 @@ def _causal_fraction(info: _Graphinfo, kernel: Kernel) -> float:
     from rooflab.ops import attention_pairs
     sq, sk = g.tensors[g.ops[kernel.ops[0]].outputs[0]].shape[-2:]
     return attention_pairs(sq, sk, True) / (sq * sk)
+
+
+def _attention_balance(info: _Graphinfo, kernel: Kernel, sm_count: int) -> float:
+    """Share of the SMs' time a FlashAttention-style kernel keeps busy (1.0 for other kernels).
+    One program takes 128 queries of one head; with a causal mask the programs of late query
+    blocks scan more keys, and the kernel lasts at least as long as its longest program: time
+    is max(total work / SMs, longest program), the bound of any greedy schedule."""
+    g = info.graph
+    ops = [g.ops[i] for i in kernel.ops]
+    att = next((op for op in ops if op.kind == "attention"), None)
+    if att is not None:
+        q, k = (g.tensors[info.rt(t)] for t in att.inputs[:2])
+        causal = att.attrs.get("causal", True)
+    elif kernel.fusion == "attention":
+        q, k = (g.tensors[info.rt(t)] for t in ops[0].inputs[:2])
+        causal = any(op.kind == "causal_mask" for op in ops)
+    else:
+        return 1.0
+    sq, sk = q.shape[-2], k.shape[-2]
+    if sq == 1 or not causal:                     # decode splits keys; equal programs otherwise
+        return 1.0
+    heads = math.prod(q.shape[:-2])
+    blocks = -(-sq // 128)
+    # keys seen by query block j (end-aligned causal mask), in units of 128 keys
+    work = [min(sk, sk - sq + 128 * (j + 1)) / 128 for j in range(blocks)]
+    total = heads * sum(work)
+    return total / (sm_count * max(total / sm_count, max(work)))
 
 
 def _bound(compute_s: float, memory_s: float, link_s: float, launch_s: float) -> str:

@@ -20,6 +20,10 @@ from rooflab.yamlio import did_you_mean, load_yaml, raise_first
 SPEC_DIR = Path(__file__).resolve().parent.parent / "hardware_specs"
 
 
+# ALU instructions per int4 weight in a dequant-in-GEMM kernel: unpack (and/shift), turn into
+# a float (or/sub), scale, round to bf16, and move into the MMA operand layout
+DEQUANT_OPS_PER_WEIGHT = 8
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -94,6 +98,9 @@ class HardwareFile(_Strict):
     sm_count: Figure
     boost_clock_mhz: Figure
     sfu_per_clk_per_sm: Figure | None = None   # exp/rcp/rsqrt results per clock per SM
+    # int4/int8 weights a weight-only GEMM kernel dequantizes per second (unpack, convert,
+    # scale: integer and fp32 ALU work); default: fp32 instruction rate / 8 (ASSUMED)
+    dequant_gweights_per_s: Figure | None = None
     interconnect: InterconnectSpec
     launch: LaunchSpec
     efficiency: EfficiencySpec
@@ -146,6 +153,8 @@ class HardwareFile(_Strict):
         yield "sm_count", self.sm_count
         if self.sfu_per_clk_per_sm:
             yield "sfu_per_clk_per_sm", self.sfu_per_clk_per_sm
+        if self.dequant_gweights_per_s:
+            yield "dequant_gweights_per_s", self.dequant_gweights_per_s
         yield "boost_clock_mhz", self.boost_clock_mhz
         yield "interconnect.gb_per_s", self.interconnect.gb_per_s
 
@@ -176,6 +185,7 @@ class Hardware:
     weight_only_gemm: frozenset[str]
     hbm_curve: tuple[tuple[float, float], ...] = ()   # (bytes moved, fraction of peak)
     sfu_ops_per_s: float | None = None                # special-function-unit results per second
+    dequant_weights_per_s: float | None = None        # int weights dequantized in registers /s
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -194,6 +204,15 @@ class Hardware:
     def vector_rate(self) -> float:
         """Achievable fp32 vector FLOP/s."""
         return self.vector_flops_per_s["fp32"] * self.vector_efficiency
+
+    @property
+    def dequant_rate(self) -> float:
+        """Integer weights dequantized per second inside a GEMM: the calibrated figure, else
+        about 8 ALU instructions per weight (unpack, offset, scale, convert, layout) at the fp32
+        instruction rate (an FMA is 2 FLOPs)."""
+        if self.dequant_weights_per_s:
+            return self.dequant_weights_per_s
+        return self.vector_flops_per_s["fp32"] / 2 / DEQUANT_OPS_PER_WEIGHT
 
     @property
     def hbm_rate(self) -> float:
@@ -245,6 +264,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         link_efficiency=eff.interconnect.value,
         weight_only_gemm=frozenset(spec.weight_only_gemm),
         hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
+        dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9
+                               if spec.dequant_gweights_per_s else None),
         sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value
                        * spec.boost_clock_mhz.value * 1e6 if spec.sfu_per_clk_per_sm else None),
         source_file=source_file,

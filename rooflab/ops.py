@@ -53,6 +53,8 @@ class OpCost:
     passes_if_spilled: int = 1   # passes over the input when the row does not fit on chip
     gemm_mnb: tuple[int, int, int] | None = None   # a GEMM's (M, N, batch): its output tiles
     sfu_ops: int = 0         # transcendentals (exp, reciprocal, rsqrt) for the special-function units
+    dequant_elems: int = 0   # integer weights unpacked and scaled in registers, per pass (a GEMM
+                             # that dequantizes them does so once per row tile of its output)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +199,9 @@ class _Quant:
             groups = -(-x.shape[0] // op.attrs["group_size"])
             reads = ((0, x.nbytes + 2 * groups * (x.numel // x.shape[0])),)
         per = 2 if op.kind == "quantize" else 1
-        return OpCost(vector_flops=per * outs[0].numel, reads=reads, writes=writes)
+        dequant = x.numel if op.kind == "dequantize" and not x.dtype.is_float else 0
+        return OpCost(vector_flops=per * outs[0].numel, reads=reads, writes=writes,
+                      dequant_elems=dequant)
 
 
 # ----------------------------------------------------------------------------- gather
@@ -387,6 +391,7 @@ class _QMatmul:
         reads = ((0, x.nbytes), (1, w.nbytes + scale_bytes))
         return OpCost(tensor_flops=2 * _numel(batch) * m * n * k, tensor_dtype=fam,
                       vector_flops=(w.numel if not w.dtype.is_float else 0),
+                      dequant_elems=(w.numel if not w.dtype.is_float else 0),
                       reads=reads, writes=((0, outs[0].nbytes),), gemm_mnb=(m, n, _numel(batch)))
 
 

@@ -11,6 +11,7 @@ Measured (all on random data, medians of many runs, CUDA events):
                       one-kernel CUDA graph as the suite times kernels (timing.py)
   triton_launch_us    host time per launch of a tiny Triton kernel from Python
   copy_curve          Triton copy bandwidth from 8 MB to 2 GB moved: the size-aware HBM curve
+  dequant_gweights_per_s  int4 weights the W4A16 kernel dequantizes per second (M=16, K=N=16384)
 """
 
 from __future__ import annotations
@@ -124,6 +125,16 @@ def measure(log=print) -> dict:
         a8, b8, one, one, out_dtype=torch.bfloat16), 400, 200) * 1e-3) / 1e12
     out["gemm_tflops"] = gemm
     log("GEMM 8192³ TFLOP/s: " + ", ".join(f"{k} {v:.0f}" for k, v in gemm.items()))
+    # int4 weights dequantized per second inside the W4A16 kernel: at M=16 it is bound by that
+    # ALU work, not by its 4-bit weight bytes. K=N=16384, a shape the suite does not time.
+    from rooflab.validate.kernels import qgemm
+    kq = nq = 16384
+    xq = torch.randn(16, kq, device=dev, dtype=torch.bfloat16)
+    wq = qgemm.pack_int4(torch.randint(-8, 8, (kq, nq), device=dev, dtype=torch.int8))
+    sq = torch.rand(kq // 128, nq, device=dev, dtype=torch.bfloat16) + 0.5
+    t = bench_kernel(lambda: qgemm.launch_w4a16(xq, wq, sq, 128))[0]
+    out["dequant_gweights_per_s"] = kq * nq / t / 1e9
+    log(f"W4A16 dequant (M=16, K=N=16384): {out['dequant_gweights_per_s']:.0f} G weights/s")
     tiny = torch.zeros(1, device=dev)
     for _ in range(100):
         tiny.add_(1.0)
@@ -215,6 +226,9 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
             peak = base.tensor_tflops[fam].value
             by[fam] = fig(min(1.0, g[fam] / peak), f"8192³ {g[fam]:.0f} TFLOP/s")
     spec["efficiency"]["tensor_by_dtype"] = by
+    if "dequant_gweights_per_s" in m:
+        spec["dequant_gweights_per_s"] = fig(m["dequant_gweights_per_s"],
+                                             "W4A16 Triton kernel, M=16, K=N=16384, group 128")
     spec["launch"]["eager_dispatch_us"] = fig(m["eager_dispatch_us"], "tiny eager PyTorch op")
     spec["launch"]["graph_launch_us"] = fig(m["graph_launch_us"], "per 4 MiB copy kernel in a CUDA "
                                             "graph, beyond its transfer time")

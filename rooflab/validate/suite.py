@@ -185,7 +185,9 @@ def builtin() -> list[Case]:
     cases += [silu_mul(t) for t in (1, 512, 8192)]
     cases += [add_rmsnorm(t) for t in (1, 64, 1024, 8192, 32768)] + [add_rmsnorm(4096, 8192)]
     cases += [layernorm_gelu(t) for t in (16, 2048, 16384)]
-    cases += [scale_softmax(r, c) for r, c in ((64, 1024), (4096, 1024), (32768, 4096), (4096, 32768))]
+    # the last: temperature + softmax over a 128K vocabulary for a decode batch (looped rows)
+    cases += [scale_softmax(r, c) for r, c in ((64, 1024), (4096, 1024), (32768, 4096), (4096, 32768),
+                                               (64, 128256))]
     cases += [row_stats(t, c) for t, c in ((256, 4096), (16384, 4096))]
     cases += [gemm_epilogue(m, n, k) for m, n, k in (
         (16, 4096, 4096), (128, 4096, 4096), (1024, 1024, 1024), (2048, 2048, 2048),
