@@ -12,6 +12,7 @@ Timing (see accuracy.py for what each number is compared with):
 from __future__ import annotations
 
 import datetime as dt
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,13 +50,14 @@ def provenance(command: str, spec: str) -> Provenance:
                                 capture_output=True, text=True, timeout=20).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         driver = "unknown"
-    import os
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.TimeoutExpired):
-        sha = ""
-    sha = sha or os.environ.get("ROOFLAB_GIT_SHA", "")   # a copy of the tree without .git
+    # ROOFLAB_GIT_SHA first: a copy of the tree on a GPU machine may carry a stale .git
+    sha = os.environ.get("ROOFLAB_GIT_SHA", "")
+    if not sha:
+        try:
+            sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            sha = ""
     return Provenance(gpu=props.name, sm_count=props.multi_processor_count, driver=driver,
                       cuda=str(torch.version.cuda), torch=torch.__version__,
                       triton=triton.__version__,
