@@ -23,6 +23,7 @@ import traceback
 
 import torch
 import triton
+import triton.language as tl
 
 from rooflab import api, hardware, workload
 from rooflab.validate import run as vrun
@@ -119,6 +120,42 @@ def patch(module, attr: str, key=None):
     return apply
 
 
+@triton.jit
+def _tma_bmm_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                    BK: tl.constexpr, TRANS_B: tl.constexpr):
+    # a [batch*M, K], b [batch*N, K] (TRANS_B) or [batch*K, N], c [batch*M, N]; tiles never
+    # cross a batch (M % BM == N % BN == K % BK == 0)
+    pid = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    n_n = N // BN
+    pid_m = pid // n_n
+    pid_n = pid % n_n
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = a_desc.load([pid_b * M + pid_m * BM, k0])
+        if TRANS_B:
+            b = b_desc.load([pid_b * N + pid_n * BN, k0]).T
+        else:
+            b = b_desc.load([pid_b * K + k0, pid_n * BN])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_b * M + pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
+
+
+def tma_bmm(a, b, trans_b: bool, cfg):
+    """Batched a @ b (b transposed when trans_b) through TMA loads and a TMA store."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    bm, bn, bk, warps, stages = cfg
+    batch, m, k = a.shape
+    n = b.shape[1] if trans_b else b.shape[2]
+    c = torch.empty(batch, m, n, device=a.device, dtype=torch.bfloat16)
+    a_d = TensorDescriptor.from_tensor(a.reshape(batch * m, k), [bm, bk])
+    b_d = TensorDescriptor.from_tensor(b.reshape(-1, b.shape[2]), [bn, bk] if trans_b else [bk, bn])
+    c_d = TensorDescriptor.from_tensor(c.reshape(batch * m, n), [bm, bn])
+    _tma_bmm_kernel[(m // bm * (n // bn), batch)](a_d, b_d, c_d, m, n, k, BM=bm, BN=bn, BK=bk,
+                                                 TRANS_B=trans_b, num_warps=warps, num_stages=stages)
+    return c
+
+
 def gemm(bm, bn, bk, warps, stages, group=8, split=False) -> dict:
     return dict(BM=bm, BN=bn, BK=bk, GROUP=group, num_warps=warps, num_stages=stages,
                 split_epilogue=split)
@@ -139,31 +176,33 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 3: write-only and read-only streams, torch's own softmax on the long rows
-    x = torch.empty(1 << 29, dtype=torch.bfloat16, device="cuda")
-    ms = triton.testing.do_bench(lambda: x.fill_(1.0), warmup=10, rep=200, return_mode="median")
-    RESULT["env"]["fill_tb_per_s"] = x.numel() * 2 / (ms * 1e-3) / 1e12
-    ms = triton.testing.do_bench(lambda: x.sum(), warmup=10, rep=200, return_mode="median")
-    RESULT["env"]["sum_tb_per_s"] = x.numel() * 2 / (ms * 1e-3) / 1e12
-    s = torch.randn(4096, 32768, dtype=torch.bfloat16, device="cuda")
-    ms = triton.testing.do_bench(lambda: torch.softmax(s, -1), warmup=10, rep=200, return_mode="median")
-    RESULT["env"]["torch_softmax_32k_tb_per_s"] = 2 * s.numel() * 2 / (ms * 1e-3) / 1e12
-    print({k: v for k, v in RESULT["env"].items() if "tb" in k}, flush=True)
-
-    # activations through one tanh.approx
-    ln = suite.layernorm_gelu(16384)
-    sweep(ln, "fused", "layernorm+gelu", [row(False, 4096, 4), row(False, 4096, 8),
-                                          row(False, 4096, 2)])
-    sweep(ln, "unfused", "gelu", [None], lambda v: (lambda: None))
-    sweep(suite.pointwise_chain(32768), "fused", "scale+bias+gelu+gate+residual", [None],
-          lambda v: (lambda: None))
-    for m in (1024, 2048, 8192):
-        bn = 128 if m <= 2048 else 256
-        sweep(suite.gemm_epilogue(m, m, m), "fused", "gemm+bias+gelu+residual", [
-            gemm(128, bn, 64, 8, 3), gemm(128, bn, 64, 8, 3, split=True)])
-    sweep(suite.mlp_block(4096), "fused", "gate+silu+mul", [gemm(128, 256, 64, 8, 3)])
-    sweep(suite.silu_mul(8192), "fused", "silu+mul", [None], lambda v: (lambda: None))
-    sweep(suite.scale_softmax(4096, 32768), "fused", "scale+softmax", [row(False, 32768, 32)])
+    # round 4: naive attention's batched GEMMs: cuBLAS for scale, and a TMA kernel
+    bsz, heads, seq, dim = 2, 32, 2048, 128
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+               for _ in range(3))
+    p = torch.softmax(torch.randn(bsz * heads, seq, seq, device="cuda", generator=gen), -1).to(torch.bfloat16)
+    qk_bytes = 2 * (q.numel() + k.numel() + p.numel())
+    pv_bytes = 2 * (p.numel() + v.numel() + q.numel())
+    for name, fn, nbytes in (("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), qk_bytes),
+                             ("cublas pv", lambda: torch.bmm(p, v), pv_bytes)):
+        t = bench_kernel(fn)[0]
+        RESULT["env"][name] = {"us": t * 1e6, "tb_per_s": nbytes / t / 1e12}
+        print(name, RESULT["env"][name], flush=True)
+    for cfg in ((128, 128, 128, 4, 2), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 128, 8, 2),
+                (64, 128, 128, 4, 3)):
+        for name, a_, b_, trans_b, nbytes in (("tma qk", q, k, True, qk_bytes), ("tma pv", p, v, False, pv_bytes)):
+            try:
+                out = tma_bmm(a_, b_, trans_b, cfg)
+                ref = torch.bmm(a_, b_.transpose(1, 2) if trans_b else b_)
+                err = rel_error(out, ref)
+                t = bench_kernel(lambda: tma_bmm(a_, b_, trans_b, cfg))[0]
+                rec = {"config": list(cfg), "rel_error": err, "us": t * 1e6, "tb_per_s": nbytes / t / 1e12}
+            except Exception as e:
+                rec = {"config": list(cfg), "failed": f"{type(e).__name__}: {str(e)[:200]}"}
+            RESULT.setdefault("tma", []).append({name: rec})
+            print(name, rec, flush=True)
+    save()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 
