@@ -142,7 +142,7 @@ class _Graphinfo:
 def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     """The output tile (BM, BN) a tuned Hopper-class GEMM picks for this shape. Skinny
     (decode-sized) GEMMs narrow BN until the tiles fill the SMs, as GEMV kernels do; large ones
-    take 128x256 when that still fills every SM, else 128x128.
+    take 128x256 when N is wider than 128 and that still fills every SM, else 128x128.
     NB: libraries choose among more shapes (and split-K); this is the common case."""
     if m <= 64:
         bm = 16 if m <= 16 else 64
@@ -152,7 +152,8 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
         # activation panel once more, which costs more than a partly filled last wave
         return bm, next(bn for bn in widths
                         if _waves_filled(m, n, batch, bm, bn, sm_count) >= best - 0.15)
-    if -(-m // 128) * -(-n // 256) * batch >= sm_count:
+    # 128x256 only where N fills it: a 256-wide tile over N <= 128 would compute masked columns
+    if n > 128 and -(-m // 128) * -(-n // 256) * batch >= sm_count:
         return 128, 256
     return 128, 128
 
