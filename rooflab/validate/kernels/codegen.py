@@ -1,7 +1,8 @@
 """Generate a Triton kernel that computes exactly what one rooflab kernel computes.
 
-Three generated shapes of kernel cover the pointwise / reduction / GEMM families; attention and
-quantized GEMMs use hand-written templates (`attention.py`, `qgemm.py`):
+Three generated shapes of kernel cover the pointwise / reduction / GEMM families; attention,
+quantized GEMMs and plain batched GEMMs use hand-written templates (`attention.py`, `qgemm.py`,
+`bmm.py`):
 
   pointwise   a 1-D grid over the kernel's output elements; every op is one line of fp32 math
   row         one program per row of a last-axis reduction (reduce, softmax, rmsnorm, layernorm)
@@ -637,6 +638,11 @@ def build(g: Graph, kernel: Kernel, config: dict | None = None) -> Built:
         from rooflab.validate.kernels import templates
         return templates.build(g, kernel, views)
     if Role.GEMM in roles:
+        if config is None:
+            from rooflab.validate.kernels import templates
+            built = templates.batched_gemm(g, kernel, views)
+            if built is not None:
+                return built
         return gen_gemm(g, kernel, views, config)
     if Role.REDUCTION in roles:
         return gen_row(g, kernel, views, config)

@@ -20,6 +20,36 @@ def _packed(cache: dict, env: dict, name: str):
     return cache[key]
 
 
+def batched_gemm(g: Graph, kernel: Kernel, views) -> Built | None:
+    """The batched-GEMM template (bmm.py) for a kernel that is one batched matmul whose shapes
+    it tiles; None otherwise (the generated GEMM then runs it)."""
+    if len(kernel.ops) != 1:
+        return None
+    mm = g.ops[kernel.ops[0]]
+    if mm.kind != "matmul" or mm.attrs.get("transpose_a") or any(t in views.permuted for t in mm.inputs):
+        return None
+    a_n, b_n = (views(t) for t in mm.inputs)
+    a, b = g.tensors[a_n], g.tensors[b_n]
+    trans_b = bool(mm.attrs.get("transpose_b"))
+    m, k = a.shape[-2:]
+    n = b.shape[-2] if trans_b else b.shape[-1]
+    batch = math.prod(a.shape[:-2])
+    try:
+        from rooflab.validate.kernels import bmm
+    except ImportError:                    # no triton here: the generated GEMM's source is shown
+        return None
+    if (batch < 2 or len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2]
+            or a.dtype.name != b.dtype.name or not bmm.supports(batch, m, n, k, a.dtype.name)):
+        return None
+    (out,) = escaping(g, kernel, views)
+
+    def run(env):
+        x, w = env[a_n], env[b_n]
+        c = bmm.launch_bmm(x.reshape(batch, m, k), w.reshape(batch, *w.shape[-2:]), trans_b)
+        return {out: c.view(g.tensors[out].shape)}
+    return Built(kernel.name, "template", [a_n, b_n], [out], run, "bmm.py", {"template": "bmm"})
+
+
 def build(g: Graph, kernel: Kernel, views) -> Built:
     ops = [g.ops[i] for i in kernel.ops]
     kinds = [op.kind for op in ops]
