@@ -114,3 +114,44 @@ def test_all_reduce_priced_on_the_link(write_yaml):
     assert k.link_bytes == 2 * 7 * size // 8
     assert k.link_s == pytest.approx(2 * 7 / 8 * size / (450e9 * 0.84), rel=1e-12)
     assert k.bound == "link"
+
+
+def test_w4a16_decode_is_bound_by_dequantization(write_yaml):
+    # M=16, K=N=8192 int4 weights: 67.1 M weights unpacked once (one 16-row tile), at the
+    # datasheet default of 8 ALU instructions per weight: 66.9 TFLOP/s / 2 / 8 = 4.18 T weights/s
+    p = _predict(write_yaml, """
+        name: t
+        tensors: {x: {shape: [16, 8192], dtype: bf16}, w: {shape: [8192, 8192], dtype: int4}}
+        ops: [{kind: qmatmul, name: q, group_size: 128, inputs: [x, w], outputs: [y]}]
+    """)
+    k = p.kernels[0]
+    waves = 128 / 132                       # 16x64 tiles: 128 of them on 132 SMs
+    dequant_s = 8192 * 8192 / (66.9e12 / 2 / 8)                              # 16.05 µs
+    tensor_s = 2 * 16 * 8192 * 8192 / BF16_RATE
+    assert k.compute_s == pytest.approx((tensor_s + dequant_s) / waves, rel=1e-12)
+    assert k.bound == "compute"
+    # at M=2048 the weights are unpacked once per 128-row tile: 16 times
+    p = _predict(write_yaml, """
+        name: t
+        tensors: {x: {shape: [2048, 8192], dtype: bf16}, w: {shape: [8192, 8192], dtype: int4}}
+        ops: [{kind: qmatmul, name: q, group_size: 128, inputs: [x, w], outputs: [y]}]
+    """)
+    waves = 512 / (4 * 132)                 # 128x256 tiles: 16 x 32 = 512 on 132 SMs, 4 waves
+    tensor_s = 2 * 2048 * 8192 * 8192 / BF16_RATE
+    assert p.kernels[0].compute_s == pytest.approx((tensor_s + 16 * dequant_s) / waves, rel=1e-12)
+
+
+def test_causal_flash_attention_waits_for_its_longest_program(write_yaml):
+    # B=1, H=32, S=512: 4 query blocks per head scan 1, 2, 3, 4 blocks of keys; 320 block units
+    # on 132 SMs would take 2.42 each, but the last block of a head takes 4: busy 320 / (132 x 4)
+    p = _predict(write_yaml, """
+        name: t
+        tensors: {q: {shape: [1, 32, 512, 128], dtype: bf16}, k: {shape: [1, 32, 512, 128], dtype: bf16},
+                  v: {shape: [1, 32, 512, 128], dtype: bf16}}
+        ops: [{kind: attention, name: a, causal: true, inputs: [q, k, v], outputs: [o]}]
+    """)
+    k = p.kernels[0]
+    pairs = 32 * (512 * 513 // 2)          # visible (query, key) pairs
+    tensor_s = 2 * pairs * 256 / BF16_RATE
+    sfu_s = pairs / (16 * 132 * 1980e6)
+    assert k.compute_s == pytest.approx((tensor_s + sfu_s) / (320 / (132 * 4)), rel=1e-12)
