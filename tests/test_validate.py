@@ -177,3 +177,13 @@ def test_one_case_end_to_end_on_the_gpu():
     res = run.run_case(suite.pointwise_chain(16), H200)
     assert {s.schedule for s in res.schedules} == {"unfused", "fused"}
     assert all(k.max_rel_error < 2e-2 for ks in res.kernels.values() for k in ks)
+
+
+def test_batched_gemms_the_template_tiles_run_on_it():
+    case = suite.naive_attention(2, 32, 2048)
+    g = workload.load_dict(case.workload)
+    sched = api.predict_graph(g, H200, "unfused", "graph").schedule
+    built = {k.name: codegen.build(sched.graph, k) for k in sched.kernels}
+    assert built["qk"].meta == {"template": "bmm"}           # 2048 x 2048 tiles by 128 x 256
+    assert built["pv"].kind == "gemm"                        # N = 128: the generated GEMM
+    assert built["pv"].meta["config"]["BN"] == 128           # the model's tile: no masked half

@@ -7,8 +7,8 @@ GEMM with a short K and a large output (attention's QKᵀ over a 128-wide head) 
 generated one-tile-per-program GEMM reached 2.1 TB/s on such a product on the H200, this kernel
 3.3-3.4 (cuBLAS 3.6; benchmarks/gpu_tune.md, rounds 5-7).
 
-Shapes must tile exactly (M % BM, N % BN, K % BK all 0); `supports` says whether they do.
-Nothing here touches the GPU at import time.
+Shapes must tile exactly (M % BM, N % BN, K % BK all 0); `templates.bmm_supports` says whether
+they do (it needs no Triton). Nothing here touches the GPU at import time.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import torch
 import triton
 import triton.language as tl
 
-# (BM, BN, BK, num_warps, num_stages, warp_specialize, split_store), chosen on an H200
-BMM_CONFIG = (128, 256, 64, 8, 3, True, False)
+from rooflab.validate.kernels.templates import BMM_CONFIG
 
 
 @triton.jit
@@ -50,11 +49,6 @@ def _bmm_kernel(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.
             c_desc.store([row, col + BN // 2], h1.to(c_desc.dtype))
         else:
             c_desc.store([row, col], acc.to(c_desc.dtype))
-
-
-def supports(batch: int, m: int, n: int, k: int, dtype: str, config: tuple = BMM_CONFIG) -> bool:
-    bm, bn, bk = config[:3]
-    return dtype in ("bf16", "fp16") and m % bm == 0 and n % bn == 0 and k % bk == 0
 
 
 def launch_bmm(a: torch.Tensor, b: torch.Tensor, trans_b: bool,
