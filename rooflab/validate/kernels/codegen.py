@@ -432,6 +432,11 @@ def row_config(c: int) -> dict:
 
 
 def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None) -> Built:
+    """One program per row: prologue ops, the reduction, epilogue ops. Whole-row form: every
+    line runs once on the row in registers. Looped form: pass 1 runs the prologue and the
+    reduction's accumulation chunk by chunk (and writes prologue values that escape), the
+    statistics are finished after the loop, pass 2 runs the prologue again, the reduction's
+    elementwise output and the epilogue, chunk by chunk."""
     red = next(i for i in kernel.ops if RULES[g.ops[i].kind].role is Role.REDUCTION)
     rop = g.ops[red]
     x_t = g.tensors[views(rop.inputs[0])]
@@ -489,10 +494,10 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
             # keep the row in L2 for pass 2's re-read; pass 2's reads are the last use
             pass1 = [_evict(line, "evict_last") for line in pass1]
         em.lines = []
-        head = ("    for c0 in range(0, {c}, BLOCK_C):\n"
+        head = (f"    for c0 in range(0, {c}, BLOCK_C):\n"
                 "        cols = c0 + tl.arange(0, BLOCK_C)\n"
                 f"        mask = cols < {c}\n"
-                f"        flat = row * {c} + cols\n").replace("{c}", str(c))
+                f"        flat = row * {c} + cols\n")
         body = _indent(lines(init)) + "\n" + head + _indent(pass1, 8) + "\n" + _indent(lines(fin))
         done = set(made_before)
         if scalar and views(rop.outputs[0]) in outs:
