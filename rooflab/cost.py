@@ -193,6 +193,11 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
             m = c.gemm_mnb[0]
             row_tiles = max(row_tiles, -(-m // gemm_tile(*c.gemm_mnb, hw.sm_count)[0]))
         dequant += c.dequant_elems
+        if c.row_bytes:
+            # a row kernel runs one program per row: fewer rows than SMs leave SMs idle
+            op = g.ops[i]
+            rows = g.tensors[info.rt(op.inputs[0])].numel // (c.row_bytes // 4)
+            waves = min(waves, rows / hw.sm_count)
         if c.tensor_flops:
             tensor_by_dtype[c.tensor_dtype] = tensor_by_dtype.get(c.tensor_dtype, 0) + c.tensor_flops
         vector += c.vector_flops

@@ -155,3 +155,17 @@ def test_causal_flash_attention_waits_for_its_longest_program(write_yaml):
     tensor_s = 2 * pairs * 256 / BF16_RATE
     sfu_s = pairs / (16 * 132 * 1980e6)
     assert k.compute_s == pytest.approx((tensor_s + sfu_s) / (320 / (132 * 4)), rel=1e-12)
+
+
+def test_row_kernel_with_fewer_rows_than_sms(write_yaml):
+    # softmax over 64 rows of a 128,256-token vocabulary: one program per row fills 64 of 132 SMs;
+    # a row (513 KB in fp32) exceeds shared memory, so its input is read twice
+    p = _predict(write_yaml, """
+        name: t
+        tensors: {x: {shape: [64, 128256], dtype: bf16}}
+        ops: [{kind: softmax, name: s, inputs: [x], outputs: [y]}]
+    """)
+    k = p.kernels[0]
+    nbytes = 64 * 128256 * 2
+    assert k.hbm_bytes == 3 * nbytes
+    assert k.memory_s == pytest.approx(3 * nbytes / HBM_RATE / (64 / 132), rel=1e-12)
