@@ -215,37 +215,12 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 7: the batched-GEMM template (rooflab/validate/kernels/bmm.py) on attention's QKᵀ
-    # and P·V; cuBLAS for scale
-    from rooflab.validate.kernels import bmm
-    bsz, heads, seq, dim = 2, 32, 2048, 128
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k, v = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-               for _ in range(3))
-    p = torch.softmax(torch.randn(bsz * heads, seq, seq, device="cuda", generator=gen), -1).to(torch.bfloat16)
-    qk_bytes = 2 * (q.numel() + k.numel() + p.numel())
-    pv_bytes = 2 * (p.numel() + v.numel() + q.numel())
-    for name, fn, nbytes in (("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), qk_bytes),
-                             ("cublas pv", lambda: torch.bmm(p, v), pv_bytes)):
-        t = bench_kernel(fn)[0]
-        RESULT["env"][name] = {"us": t * 1e6, "tb_per_s": nbytes / t / 1e12}
-        print(name, RESULT["env"][name], flush=True)
-    runs = [("qk", q, k, True, qk_bytes, cfg) for cfg in (
-        (128, 256, 64, 8, 3, True, True), (128, 256, 64, 8, 4, True, True), (128, 256, 64, 8, 3, True, False),
-        (128, 256, 64, 8, 4, False, True), (128, 256, 128, 8, 2, True, True), (256, 128, 64, 8, 3, True, True))]
-    runs += [("pv", p, v, False, pv_bytes, cfg) for cfg in (
-        (128, 128, 64, 8, 3, True, False), (128, 128, 64, 8, 4, True, True), (128, 128, 64, 4, 4, True, False))]
-    for name, a_, b_, trans_b, nbytes, cfg in runs:
-        try:
-            ref = torch.bmm(a_, b_.transpose(1, 2) if trans_b else b_)
-            err = rel_error(bmm.launch_bmm(a_, b_, trans_b, cfg), ref)
-            t = bench_kernel(lambda: bmm.launch_bmm(a_, b_, trans_b, cfg))[0]
-            rec = {"config": list(cfg), "rel_error": err, "us": t * 1e6, "tb_per_s": nbytes / t / 1e12}
-        except Exception as e:
-            rec = {"config": list(cfg), "failed": f"{type(e).__name__}: {str(e)[:300]}"}
-        RESULT.setdefault("bmm", []).append({name: rec})
-        print("bmm", name, rec, flush=True)
-    save()
+    # round 8: softmax over 32K-wide rows: registers capped so that two CTAs fit on an SM
+    soft = suite.scale_softmax(4096, 32768)
+    sweep(soft, "fused", "scale+softmax", [
+        row(False, 32768, 32), dict(row(False, 32768, 32), maxnreg=32),
+        dict(row(False, 32768, 16), maxnreg=64), dict(row(False, 32768, 16), maxnreg=48),
+        dict(row(True, 4096, 16, ), evict=True, maxnreg=32)])
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 

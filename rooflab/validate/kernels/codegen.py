@@ -521,7 +521,8 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
     def run(env):
         out = _alloc(g, outs, env[ins[0]].device)
         args = [env[t] if t not in out else out[t] for t in em.params]
-        mod.kernel[(rows,)](*args, num_warps=warps, **const)
+        extra = {"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}
+        mod.kernel[(rows,)](*args, num_warps=warps, **const, **extra)
         return out
     return Built(kernel.name, "row", ins, outs, run, src,
                  {"config": cfg, "signature": _signature(g, em.params, const), "constexprs": const,
