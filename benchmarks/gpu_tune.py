@@ -23,7 +23,6 @@ import traceback
 
 import torch
 import triton
-import triton.language as tl
 
 from rooflab import api, hardware, workload
 from rooflab.validate import run as vrun
@@ -118,81 +117,6 @@ def patch(module, attr: str, key=None):
         setattr(module, attr, new)
         return lambda: setattr(module, attr, old)
     return apply
-
-
-@triton.jit
-def _tma_bmm_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
-                    BK: tl.constexpr, TRANS_B: tl.constexpr):
-    # a [batch*M, K], b [batch*N, K] (TRANS_B) or [batch*K, N], c [batch*M, N]; tiles never
-    # cross a batch (M % BM == N % BN == K % BK == 0)
-    pid = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    n_n = N // BN
-    pid_m = pid // n_n
-    pid_n = pid % n_n
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = a_desc.load([pid_b * M + pid_m * BM, k0])
-        if TRANS_B:
-            b = b_desc.load([pid_b * N + pid_n * BN, k0]).T
-        else:
-            b = b_desc.load([pid_b * K + k0, pid_n * BN])
-        acc = tl.dot(a, b, acc)
-    c_desc.store([pid_b * M + pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
-
-
-def tma_bmm(a, b, trans_b: bool, cfg):
-    """Batched a @ b (b transposed when trans_b) through TMA loads and a TMA store."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-    bm, bn, bk, warps, stages = cfg
-    batch, m, k = a.shape
-    n = b.shape[1] if trans_b else b.shape[2]
-    c = torch.empty(batch, m, n, device=a.device, dtype=torch.bfloat16)
-    a_d = TensorDescriptor.from_tensor(a.reshape(batch * m, k), [bm, bk])
-    b_d = TensorDescriptor.from_tensor(b.reshape(-1, b.shape[2]), [bn, bk] if trans_b else [bk, bn])
-    c_d = TensorDescriptor.from_tensor(c.reshape(batch * m, n), [bm, bn])
-    _tma_bmm_kernel[(m // bm * (n // bn), batch)](a_d, b_d, c_d, m, n, k, BM=bm, BN=bn, BK=bk,
-                                                 TRANS_B=trans_b, num_warps=warps, num_stages=stages)
-    return c
-
-
-@triton.jit
-def _tma_bmm_persistent_kernel(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr,
-                               K: tl.constexpr, BATCH: tl.constexpr, BM: tl.constexpr,
-                               BN: tl.constexpr, BK: tl.constexpr, NPROG: tl.constexpr,
-                               STAGES: tl.constexpr, WS: tl.constexpr):
-    # a [batch*M, K] @ b [batch*N, K]^T -> c [batch*M, N]; each program walks output tiles
-    tiles_m = M // BM
-    tiles_n = N // BN
-    tiles = tiles_m * tiles_n * BATCH
-    for tile in tl.range(tl.program_id(0), tiles, NPROG, flatten=True, warp_specialize=WS,
-                         num_stages=STAGES):
-        pid_b = tile // (tiles_m * tiles_n)
-        r = tile % (tiles_m * tiles_n)
-        pid_m = r // tiles_n
-        pid_n = r % tiles_n
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k0 in range(0, K, BK):
-            a = a_desc.load([pid_b * M + pid_m * BM, k0])
-            b = b_desc.load([pid_b * N + pid_n * BN, k0])
-            acc = tl.dot(a, b.T, acc)
-        c_desc.store([pid_b * M + pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
-
-
-def tma_bmm_persistent(a, b, cfg):
-    """Batched a @ b^T, persistent over output tiles, TMA loads and store."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
-    bm, bn, bk, warps, stages, ws, per_sm = cfg
-    batch, m, k = a.shape
-    n = b.shape[1]
-    c = torch.empty(batch, m, n, device=a.device, dtype=torch.bfloat16)
-    a_d = TensorDescriptor.from_tensor(a.reshape(batch * m, k), [bm, bk])
-    b_d = TensorDescriptor.from_tensor(b.reshape(batch * n, k), [bn, bk])
-    c_d = TensorDescriptor.from_tensor(c.reshape(batch * m, n), [bm, bn])
-    nprog = min(m // bm * (n // bn) * batch, 132 * per_sm)
-    _tma_bmm_persistent_kernel[(nprog,)](a_d, b_d, c_d, m, n, k, batch, BM=bm, BN=bn, BK=bk,
-                                         NPROG=nprog, STAGES=stages, WS=ws, num_warps=warps)
-    return c
 
 
 def gemm(bm, bn, bk, warps, stages, group=8, split=False) -> dict:

@@ -27,7 +27,7 @@ import triton.language as tl
 import yaml
 
 from rooflab.hardware import HardwareFile
-from rooflab.validate.timing import bench_kernel
+from rooflab.validate.timing import bench_kernel, capture
 
 
 @triton.jit
@@ -48,16 +48,7 @@ def _copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 def _graph_ms(fn, calls: int, replays: int = 20) -> float:
     """Time `calls` back-to-back calls of fn captured in one CUDA graph; ms per call."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    return _events_ms(g.replay, replays) / calls
+    return _events_ms(capture(fn, calls).replay, replays) / calls
 
 
 @triton.jit
