@@ -1,12 +1,16 @@
 """The cost model: pure functions from (schedule, hardware, launch mode) to a Prediction.
 
-Per kernel (docs/cost-model.md):
-    compute_s = max(Σ tensor FLOPs[dtype] / (peak[dtype]·η_tc[dtype]),  vector FLOPs / (peak_fp32·η_vec))
-    memory_s  = (HBM bytes read + written) / (BW·η_bw)
+Per kernel (docs/cost-model.md says why each term is there):
+    tensor_s  = Σ tensor FLOPs[dtype] / (peak[dtype]·η_tc[dtype]) / waves
+    compute_s = max(tensor_s + sfu_s + dequant_s, vector FLOPs / (peak_fp32·η_vec), sfu_s) / balance
+    memory_s  = (HBM bytes read + written) / BW(bytes moved) / waves
     link_s    = interconnect bytes / (link BW·η_link)
     busy_s    = max(compute_s, memory_s, link_s)
     time_s    = busy_s + launch_s
     launch_s  = eager: min_kernel_s + any stall waiting for the CPU;  graph: graph_launch_s
+waves: share of the SMs a GEMM's tiles (or a row kernel's rows) keep busy; sfu_s: special-
+function ops; dequant_s: int weights unpacked in registers, once per GEMM row tile; balance:
+share of the SMs a causal FlashAttention kernel keeps busy.
 HBM bytes of a kernel: every tensor it reads that no op inside it made (once, however many ops
 read it), plus every tensor it writes that something outside it reads or the workload returns,
 plus reduction re-reads when a row does not fit on chip.
@@ -21,7 +25,6 @@ tiny kernels replayed back to back, so it includes the GPU-side start).
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, field
 
 from rooflab.graph import Graph
