@@ -124,7 +124,7 @@ def validate(
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Results JSON (default reports/validation/<gpu>-<date>.json).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the Triton source of every kernel; run nothing.")] = False,
     from_file: Annotated[Optional[str], typer.Option("--from", help="Re-check a results JSON with the current model (no GPU).")] = None,
-    cases: Annotated[Optional[str], typer.Option("--cases", help="Only suite cases whose name contains one of these comma-separated texts.")] = None,
+    cases: Annotated[Optional[str], typer.Option("--cases", help="Only suite cases whose name contains this text (or one of its comma-separated parts).")] = None,
     html: Annotated[Optional[str], typer.Option("--html", help="Also write an HTML report of the results.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
     compare: Annotated[str, typer.Option("--compare", help="Schedules to run (always both, kept for symmetry with predict).")] = "unfused,fused",
@@ -143,8 +143,12 @@ def validate(
         chosen = [suite.Case(graph.name, {**doc, "params": {**doc.get("params", {}), **graph.params}},
                              "workload")]
     else:
+        # case names hold commas themselves ("add_rmsnorm/T=64,D=4096"): a text naming whole
+        # cases is taken as it is, anything else as comma-separated parts
+        everything = suite.builtin()
+        whole = [c for c in everything if cases and cases in c.name]
         wanted = _split(cases) if cases else []
-        chosen = [c for c in suite.builtin() if not wanted or any(w in c.name for w in wanted)]
+        chosen = whole or [c for c in everything if not wanted or any(w in c.name for w in wanted)]
     if from_file:
         from rooflab.validate import records
         vf = records.load(from_file)

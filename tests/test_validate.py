@@ -232,3 +232,11 @@ def test_looped_row_kernels_match_the_reference():
     r = subprocess.run([sys.executable, "-c", _LOOPED_CHECK], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_cases_filter_takes_a_whole_case_name_with_its_commas():
+    r = runner.invoke(app, ["validate", "--dry-run", "--cases", "scale_softmax/R=64,C=128256"])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("# ---- scale_softmax/R=64,C=128256 ") == 4      # 2 kernels x 2 schedules
+    assert "C=1024" not in r.stdout
+    assert "for c0 in range(0, 128256, BLOCK_C)" in r.stdout              # the looped row kernel
