@@ -11,6 +11,9 @@ suite times it (`rooflab.validate.timing.bench_kernel`: a one-kernel CUDA graph 
 do_bench, median, L2 flushed; with compare=True also launched from Python). Results, with the
 copy bandwidth measured in the same run, go to $OUT/gpu_tune.json (rewritten after each target)
 and a table to stdout. GPU_TUNE_DEADLINE (seconds, default 480) skips targets that would run past it.
+
+main() holds the latest round's targets only; each earlier round is in the commit that ran it
+(benchmarks/gpu_tune.md lists them, the results are in reports/tuning/).
 """
 
 from __future__ import annotations
