@@ -52,9 +52,18 @@ def render_show(hw: Hardware) -> str:
     add("SMs / CUs", spec.sm_count, "")
     add("boost clock", spec.boost_clock_mhz, "MHz")
     add(f"interconnect ({spec.interconnect.name}), per direction", spec.interconnect.gb_per_s, "GB/s")
+    if spec.sfu_per_clk_per_sm:
+        add("special-function results per clock per SM", spec.sfu_per_clk_per_sm, "")
+    if spec.dequant_gweights_per_s:
+        add("int weights dequantized in a GEMM", spec.dequant_gweights_per_s, "G weights/s")
+    else:
+        rows.append(["int weights dequantized in a GEMM", f"{hw.dequant_rate / 1e9:g} G weights/s",
+                     "derived", "fp32 instruction rate / 8 instructions per weight (ASSUMED)"])
     add("eager dispatch per op", spec.launch.eager_dispatch_us, "µs")
     add("graph launch per kernel", spec.launch.graph_launch_us, "µs")
     add("minimum kernel", spec.launch.min_kernel_us, "µs")
+    if spec.launch.triton_launch_us:
+        add("Triton launch from Python (validation)", spec.launch.triton_launch_us, "µs")
     e = spec.efficiency
     add("achieved: tensor", e.tensor, "of peak")
     for fam, fig in e.tensor_by_dtype.items():
