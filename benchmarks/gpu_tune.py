@@ -26,6 +26,7 @@ import traceback
 
 import torch
 import triton
+import triton.language as tl
 
 from rooflab import api, hardware, workload
 from rooflab.validate import run as vrun
@@ -131,6 +132,104 @@ def row(loop, block_c, warps) -> dict:
     return dict(loop=loop, BLOCK_C=block_c, num_warps=warps)
 
 
+def record(label: str, fn, ref: torch.Tensor, nbytes: float, config) -> None:
+    """Check fn() against ref, time it as the suite does, append to RESULT["custom"]."""
+    rec = {"label": label, "config": config}
+    try:
+        err = rel_error(fn(), ref)
+        rec["rel_error"] = err
+        if not err <= 2e-2:
+            rec["failed"] = f"differs from the reference by {err:.3g}"
+        else:
+            p50, p20, p80, how = bench_kernel(fn)
+            rec.update(us=p50 * 1e6, p20_us=p20 * 1e6, p80_us=p80 * 1e6, timing=how,
+                       tb_per_s=nbytes / p50 / 1e12)
+    except Exception as e:
+        rec["failed"] = f"{type(e).__name__}: {str(e)[:300]}"
+        traceback.print_exc(limit=1)
+    RESULT.setdefault("custom", []).append(rec)
+    print(label, rec, flush=True)
+    save()
+
+
+@triton.jit
+def _softmax_prefetch(x_ptr, y_ptr, ROWS: tl.constexpr, C: tl.constexpr, SCALE: tl.constexpr,
+                      NPROG: tl.constexpr, BLOCK_C: tl.constexpr):
+    cols = tl.arange(0, BLOCK_C)
+    mask = cols < C
+    pid = tl.program_id(0)
+    nxt = tl.load(x_ptr + pid.to(tl.int64) * C + cols, mask=mask & (pid < ROWS), other=0.0)
+    for r in range(pid, ROWS, NPROG):
+        x = nxt.to(tl.float32) * SCALE
+        rn = r + NPROG           # the next row's loads are in flight while this row is reduced
+        nxt = tl.load(x_ptr + rn.to(tl.int64) * C + cols, mask=mask & (rn < ROWS), other=0.0)
+        m = tl.max(tl.where(mask, x, float("-inf")), axis=0)
+        e = tl.where(mask, tl.exp(x - m), 0.0)
+        y = e / tl.sum(e, axis=0)
+        tl.store(y_ptr + r.to(tl.int64) * C + cols, y.to(tl.bfloat16), mask=mask)
+
+
+def custom_softmax(case: suite.Case) -> None:
+    g, sg, k, cost, ref = _kernel(case, "fused", "scale+softmax")
+    b = codegen.build(sg, k)
+    x, out = ref[b.inputs[0]], b.outputs[0]
+    rows, c = x.numel() // x.shape[-1], x.shape[-1]
+    y = torch.empty_like(x)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    record("torch.softmax", lambda: torch.softmax(x.float() * 0.125, -1).to(x.dtype),
+           ref[out], cost.hbm_bytes, None)
+    for warps in (16, 32):
+        def fn(warps=warps):
+            _softmax_prefetch[(sms,)](x, y, rows, c, 0.125, sms, triton.next_power_of_2(c),
+                                      num_warps=warps)
+            return y
+        record("softmax prefetch", fn, ref[out], cost.hbm_bytes, {"num_warps": warps})
+
+
+@triton.jit
+def _qk_rowblock(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                 BM: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
+    # one program per (row block, batch): its block of A stays in shared memory while it walks
+    # the N columns; K is one step (K <= 256)
+    pid_m = tl.program_id(0)
+    pid_b = tl.program_id(1)
+    row = pid_b * M + pid_m * BM
+    a = a_desc.load([row, 0])
+    for col in tl.range(0, N, BN, num_stages=STAGES):
+        b = b_desc.load([pid_b * N + col, 0])
+        acc = tl.dot(a, b.T)
+        c_desc.store([row, col], acc.to(c_desc.dtype))
+
+
+def custom_qk() -> None:
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    from rooflab.validate.kernels import bmm
+    bsz, heads, seq, dim = 2, 32, 2048, 128
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+            for _ in range(2))
+    nbytes = 2 * (q.numel() + k.numel() + bsz * heads * seq * seq)
+    ref = torch.bmm(q, k.transpose(1, 2))
+    record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
+    for cfg in ((128, 256, 64, 8, 3, True, False), (128, 256, 64, 8, 2, True, False),
+                (128, 128, 64, 4, 2, True, False, 2), (128, 128, 64, 4, 2, False, False, 2),
+                (128, 128, 64, 8, 2, True, False, 2), (64, 256, 64, 4, 2, True, False, 2)):
+        record("bmm qk", lambda cfg=cfg: bmm.launch_bmm(q, k, True, cfg), ref, nbytes, list(cfg))
+    batch, m, n = bsz * heads, seq, seq
+    c = torch.empty(batch, m, n, device="cuda", dtype=q.dtype)
+    for bm, bn, warps, stages in ((128, 128, 8, 2), (128, 128, 8, 3), (128, 256, 8, 2),
+                                  (64, 128, 4, 2), (64, 256, 4, 2), (128, 128, 4, 2),
+                                  (128, 64, 4, 3), (64, 64, 4, 4)):
+        def fn(bm=bm, bn=bn, warps=warps, stages=stages):
+            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, dim])
+            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, dim])
+            c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
+            _qk_rowblock[(m // bm, batch)](a_d, b_d, c_d, m, n, dim, BM=bm, BN=bn, STAGES=stages,
+                                           num_warps=warps)
+            return c
+        record("rowblock qk", fn, ref, nbytes, [bm, bn, warps, stages])
+
+
 def main() -> None:
     props = torch.cuda.get_device_properties(0)
     RESULT["env"] = {"gpu": props.name, "sm_count": props.multi_processor_count,
@@ -142,12 +241,17 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 8: softmax over 32K-wide rows: registers capped so that two CTAs fit on an SM
+    # round 9: softmax over 32K-wide rows as a persistent kernel (the generated form, and a
+    # hand-written one that prefetches the next row into registers while reducing this one);
+    # attention's QKᵀ with two programs per SM, and with a row block of Q kept on chip while
+    # the program walks K (hand-written here; it moves to bmm.py if it wins)
     soft = suite.scale_softmax(4096, 32768)
     sweep(soft, "fused", "scale+softmax", [
-        row(False, 32768, 32), dict(row(False, 32768, 32), maxnreg=32),
-        dict(row(False, 32768, 16), maxnreg=64), dict(row(False, 32768, 16), maxnreg=48),
-        dict(row(True, 4096, 16, ), evict=True, maxnreg=32)])
+        row(False, 32768, 32), dict(row(False, 32768, 16), persistent=True, num_stages=1),
+        dict(row(False, 32768, 32), persistent=True, num_stages=1),
+        dict(row(False, 32768, 16), persistent=True, num_stages=3)])
+    custom_softmax(soft)
+    custom_qk()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 

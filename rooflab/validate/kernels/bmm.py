@@ -55,7 +55,8 @@ def launch_bmm(a: torch.Tensor, b: torch.Tensor, trans_b: bool,
                config: tuple | None = None) -> torch.Tensor:
     """c [batch, M, N] = a [batch, M, K] @ (b [batch, N, K]^T if trans_b else b [batch, K, N])."""
     from triton.tools.tensor_descriptor import TensorDescriptor
-    bm, bn, bk, warps, stages, ws, split = config or BMM_CONFIG
+    bm, bn, bk, warps, stages, ws, split, *rest = config or BMM_CONFIG
+    programs_per_sm = rest[0] if rest else 1   # 2 lets two smaller tiles share an SM
     a, b = a.contiguous(), b.contiguous()
     batch, m, k = a.shape
     n = b.shape[1] if trans_b else b.shape[2]
@@ -64,7 +65,7 @@ def launch_bmm(a: torch.Tensor, b: torch.Tensor, trans_b: bool,
     b_d = TensorDescriptor.from_tensor(b.view(-1, b.shape[2]), [bn, bk] if trans_b else [bk, bn])
     c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn // 2 if split else bn])
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    nprog = min(m // bm * (n // bn) * batch, sms)
+    nprog = min(m // bm * (n // bn) * batch, sms * programs_per_sm)
     _bmm_kernel[(nprog,)](a_d, b_d, c_d, m, n, k, batch, BM=bm, BN=bn, BK=bk, TRANS_B=trans_b,
                           NPROG=nprog, STAGES=stages, WS=ws, SPLIT=split, num_warps=warps)
     return c

@@ -41,6 +41,11 @@ _SIG_DTYPES = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16",
                "int8": "i8", "int4": "i8"}
 
 
+# Programs of a persistent kernel when it is compiled ahead of time without a GPU (the H200's SM
+# count); a run on a GPU uses that GPU's SM count.
+_SM_COUNT_DEFAULT = 132
+
+
 def _signature(g: Graph, params: list[str], constexprs: dict) -> dict:
     """Triton signature of a generated kernel, to compile it ahead of time without a GPU."""
     sig = {f"p{i}": "*" + _SIG_DTYPES[g.tensors[t].dtype.name] for i, t in enumerate(params)}
@@ -513,16 +518,31 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
     ins = [t for t in em.params if t not in outs]
     params = ", ".join(em.param_of[t] for t in em.params)
     rows = x_t.numel // c
-    src = (_header() + f"def kernel({params}, BLOCK_C: tl.constexpr):\n"
-           "    row = tl.program_id(0).to(tl.int64)\n" + body + "\n")
-    mod = Lazy(src)
     const = {"BLOCK_C": block_c}
+    if cfg.get("persistent"):
+        # one program per SM walks rows; num_stages lets Triton's pipeliner fetch the next row
+        # (cp.async into shared memory) while this one is reduced and written
+        const["NPROG"] = min(rows, _SM_COUNT_DEFAULT)
+        src = (_header() + f"def kernel({params}, BLOCK_C: tl.constexpr, NPROG: tl.constexpr):\n"
+               f"    for r in tl.range(tl.program_id(0), {rows}, NPROG, "
+               f"num_stages={cfg.get('num_stages', 2)}):\n"
+               "        row = r.to(tl.int64)\n" + _indent(body.splitlines(), 4) + "\n")
+    else:
+        src = (_header() + f"def kernel({params}, BLOCK_C: tl.constexpr):\n"
+               "    row = tl.program_id(0).to(tl.int64)\n" + body + "\n")
+    mod = Lazy(src)
 
     def run(env):
         out = _alloc(g, outs, env[ins[0]].device)
         args = [env[t] if t not in out else out[t] for t in em.params]
         extra = {"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}
-        mod.kernel[(rows,)](*args, num_warps=warps, **const, **extra)
+        if cfg.get("persistent"):
+            import torch
+            sms = torch.cuda.get_device_properties(out[outs[0]].device).multi_processor_count
+            nprog = min(rows, sms)
+            mod.kernel[(nprog,)](*args, num_warps=warps, BLOCK_C=block_c, NPROG=nprog, **extra)
+        else:
+            mod.kernel[(rows,)](*args, num_warps=warps, **const, **extra)
         return out
     return Built(kernel.name, "row", ins, outs, run, src,
                  {"config": cfg, "signature": _signature(g, em.params, const), "constexprs": const,
