@@ -153,57 +153,49 @@ def record(label: str, fn, ref: torch.Tensor, nbytes: float, config) -> None:
 
 
 @triton.jit
-def _softmax_prefetch(x_ptr, y_ptr, ROWS: tl.constexpr, C: tl.constexpr, SCALE: tl.constexpr,
-                      NPROG: tl.constexpr, BLOCK_C: tl.constexpr):
-    cols = tl.arange(0, BLOCK_C)
-    mask = cols < C
-    pid = tl.program_id(0)
-    nxt = tl.load(x_ptr + pid.to(tl.int64) * C + cols, mask=mask & (pid < ROWS), other=0.0)
-    for r in range(pid, ROWS, NPROG):
-        x = nxt.to(tl.float32) * SCALE
-        rn = r + NPROG           # the next row's loads are in flight while this row is reduced
-        nxt = tl.load(x_ptr + rn.to(tl.int64) * C + cols, mask=mask & (rn < ROWS), other=0.0)
-        m = tl.max(tl.where(mask, x, float("-inf")), axis=0)
-        e = tl.where(mask, tl.exp(x - m), 0.0)
-        y = e / tl.sum(e, axis=0)
-        tl.store(y_ptr + r.to(tl.int64) * C + cols, y.to(tl.bfloat16), mask=mask)
-
-
-def custom_softmax(case: suite.Case) -> None:
-    g, sg, k, cost, ref = _kernel(case, "fused", "scale+softmax")
-    b = codegen.build(sg, k)
-    x, out = ref[b.inputs[0]], b.outputs[0]
-    rows, c = x.numel() // x.shape[-1], x.shape[-1]
-    y = torch.empty_like(x)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    record("torch.softmax", lambda: torch.softmax(x.float() * 0.125, -1).to(x.dtype),
-           ref[out], cost.hbm_bytes, None)
-    for warps in (16, 32):
-        def fn(warps=warps):
-            _softmax_prefetch[(sms,)](x, y, rows, c, 0.125, sms, triton.next_power_of_2(c),
-                                      num_warps=warps)
-            return y
-        record("softmax prefetch", fn, ref[out], cost.hbm_bytes, {"num_warps": warps})
-
-
-@triton.jit
-def _qk_rowblock(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                 BM: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
-    # one program per (row block, batch): its block of A stays in shared memory while it walks
-    # the N columns; K is one step (K <= 256)
-    pid_m = tl.program_id(0)
-    pid_b = tl.program_id(1)
-    row = pid_b * M + pid_m * BM
-    a = a_desc.load([row, 0])
-    for col in tl.range(0, N, BN, num_stages=STAGES):
-        b = b_desc.load([pid_b * N + col, 0])
-        acc = tl.dot(a, b.T)
-        c_desc.store([row, col], acc.to(c_desc.dtype))
+def _bmm_variant(a_desc, b_desc, c_desc, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                 BATCH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 NPROG: tl.constexpr, STAGES: tl.constexpr, WS: tl.constexpr,
+                 BLOCKED: tl.constexpr, PTR_STORE: tl.constexpr, STREAM: tl.constexpr):
+    # bmm.py's kernel (TRANS_B, whole-tile store) with two questions: does each program taking a
+    # contiguous run of tiles (BLOCKED) instead of every NPROG-th help the writes, and does a
+    # plain store from registers (PTR_STORE, optionally streaming) beat the TMA store
+    tiles_m = M // BM
+    tiles_n = N // BN
+    tiles = tiles_m * tiles_n * BATCH
+    per_prog = (tiles + NPROG - 1) // NPROG
+    if BLOCKED:
+        start = tl.program_id(0) * per_prog
+        stop = tl.minimum(start + per_prog, tiles)
+        step = 1
+    else:
+        start = tl.program_id(0)
+        stop = tiles
+        step = NPROG
+    for tile in tl.range(start, stop, step, flatten=True, warp_specialize=WS, num_stages=STAGES):
+        pid_b = tile // (tiles_m * tiles_n)
+        r = tile % (tiles_m * tiles_n)
+        row = pid_b * M + (r // tiles_n) * BM
+        col = (r % tiles_n) * BN
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            a = a_desc.load([row, k0])
+            b = b_desc.load([pid_b * N + col, k0]).T
+            acc = tl.dot(a, b, acc)
+        if PTR_STORE:
+            rows = (row + tl.arange(0, BM)).to(tl.int64)
+            cols = col + tl.arange(0, BN)
+            ptrs = c_ptr + rows[:, None] * N + cols[None, :]
+            if STREAM:
+                tl.store(ptrs, acc.to(tl.bfloat16), cache_modifier=".cs")
+            else:
+                tl.store(ptrs, acc.to(tl.bfloat16))
+        else:
+            c_desc.store([row, col], acc.to(c_desc.dtype))
 
 
 def custom_qk() -> None:
     from triton.tools.tensor_descriptor import TensorDescriptor
-    from rooflab.validate.kernels import bmm
     bsz, heads, seq, dim = 2, 32, 2048, 128
     gen = torch.Generator(device="cuda").manual_seed(0)
     q, k = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
@@ -211,23 +203,31 @@ def custom_qk() -> None:
     nbytes = 2 * (q.numel() + k.numel() + bsz * heads * seq * seq)
     ref = torch.bmm(q, k.transpose(1, 2))
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
-    for cfg in ((128, 256, 64, 8, 3, True, False), (128, 256, 64, 8, 2, True, False),
-                (128, 128, 64, 4, 2, True, False, 2), (128, 128, 64, 4, 2, False, False, 2),
-                (128, 128, 64, 8, 2, True, False, 2), (64, 256, 64, 4, 2, True, False, 2)):
-        record("bmm qk", lambda cfg=cfg: bmm.launch_bmm(q, k, True, cfg), ref, nbytes, list(cfg))
     batch, m, n = bsz * heads, seq, seq
     c = torch.empty(batch, m, n, device="cuda", dtype=q.dtype)
-    for bm, bn, warps, stages in ((128, 128, 8, 2), (128, 128, 8, 3), (128, 256, 8, 2),
-                                  (64, 128, 4, 2), (64, 256, 4, 2), (128, 128, 4, 2),
-                                  (128, 64, 4, 3), (64, 64, 4, 4)):
-        def fn(bm=bm, bn=bn, warps=warps, stages=stages):
-            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, dim])
-            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, dim])
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for cfg in ((128, 256, 64, 8, 3, True, False, False, False),    # = bmm.py's default
+                (128, 256, 64, 8, 3, True, True, False, False),
+                (128, 256, 64, 8, 3, True, False, True, False),
+                (128, 256, 64, 8, 3, True, False, True, True),
+                (128, 256, 64, 8, 3, False, False, True, False),
+                (128, 256, 64, 8, 4, True, False, True, False),
+                (128, 256, 64, 8, 4, False, False, True, True),
+                (256, 128, 64, 8, 3, True, False, True, False),
+                (128, 128, 64, 4, 4, True, False, True, False),
+                (128, 256, 128, 8, 2, True, False, True, False)):
+        bm, bn, bk, warps, stages, ws, blocked, ptr, stream = cfg
+        def fn(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, ws=ws, blocked=blocked, ptr=ptr,
+               stream=stream):
+            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, bk])
+            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, bk])
             c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
-            _qk_rowblock[(m // bm, batch)](a_d, b_d, c_d, m, n, dim, BM=bm, BN=bn, STAGES=stages,
-                                           num_warps=warps)
+            nprog = min(m // bm * (n // bn) * batch, sms)
+            _bmm_variant[(nprog,)](a_d, b_d, c_d, c, m, n, dim, batch, BM=bm, BN=bn, BK=bk,
+                                   NPROG=nprog, STAGES=stages, WS=ws, BLOCKED=blocked,
+                                   PTR_STORE=ptr, STREAM=stream, num_warps=warps)
             return c
-        record("rowblock qk", fn, ref, nbytes, [bm, bn, warps, stages])
+        record("bmm variant qk", fn, ref, nbytes, list(cfg))
 
 
 def main() -> None:
@@ -241,17 +241,21 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 9: softmax over 32K-wide rows as a persistent kernel (the generated form, and a
-    # hand-written one that prefetches the next row into registers while reducing this one);
-    # attention's QKᵀ with two programs per SM, and with a row block of Q kept on chip while
-    # the program walks K (hand-written here; it moves to bmm.py if it wins)
+    # round 10: the persistent row kernel's pipeline depth and warps at 32K and 4K columns;
+    # QKᵀ: contiguous runs of tiles per program, stores from registers
     soft = suite.scale_softmax(4096, 32768)
-    sweep(soft, "fused", "scale+softmax", [
-        row(False, 32768, 32), dict(row(False, 32768, 16), persistent=True, num_stages=1),
-        dict(row(False, 32768, 32), persistent=True, num_stages=1),
-        dict(row(False, 32768, 16), persistent=True, num_stages=3)])
-    custom_softmax(soft)
+    sweep(soft, "fused", "scale+softmax", [row(False, 32768, 32)] + [
+        dict(row(False, 32768, w), persistent=True, num_stages=st)
+        for w in (8, 16, 32) for st in (2, 3, 4)])
+    sweep(soft, "unfused", "softmax", [row(False, 32768, 32)] + [
+        dict(row(False, 32768, 16), persistent=True, num_stages=st) for st in (3, 4)])
     custom_qk()
+    sweep(suite.layernorm_gelu(16384), "fused", "layernorm+gelu", [row(False, 4096, 4)] + [
+        dict(row(False, 4096, w), persistent=True, num_stages=st, programs_per_sm=p)
+        for w, p in ((4, 4), (4, 8), (8, 2), (8, 4)) for st in (2, 3)])
+    sweep(suite.scale_softmax(32768, 4096), "fused", "scale+softmax", [row(False, 4096, 4)] + [
+        dict(row(False, 4096, w), persistent=True, num_stages=3, programs_per_sm=p)
+        for w, p in ((4, 4), (4, 8), (8, 4))])
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 

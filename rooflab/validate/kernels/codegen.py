@@ -522,7 +522,8 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
     if cfg.get("persistent"):
         # one program per SM walks rows; num_stages lets Triton's pipeliner fetch the next row
         # (cp.async into shared memory) while this one is reduced and written
-        const["NPROG"] = min(rows, _SM_COUNT_DEFAULT)
+        per_sm = cfg.get("programs_per_sm", 1)
+        const["NPROG"] = min(rows, _SM_COUNT_DEFAULT * per_sm)
         src = (_header() + f"def kernel({params}, BLOCK_C: tl.constexpr, NPROG: tl.constexpr):\n"
                f"    for r in tl.range(tl.program_id(0), {rows}, NPROG, "
                f"num_stages={cfg.get('num_stages', 2)}):\n"
@@ -539,7 +540,7 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
         if cfg.get("persistent"):
             import torch
             sms = torch.cuda.get_device_properties(out[outs[0]].device).multi_processor_count
-            nprog = min(rows, sms)
+            nprog = min(rows, sms * per_sm)
             mod.kernel[(nprog,)](*args, num_warps=warps, BLOCK_C=block_c, NPROG=nprog, **extra)
         else:
             mod.kernel[(rows,)](*args, num_warps=warps, **const, **extra)
