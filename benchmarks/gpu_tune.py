@@ -26,7 +26,6 @@ import traceback
 
 import torch
 import triton
-import triton.language as tl
 
 from rooflab import api, hardware, workload
 from rooflab.validate import run as vrun
@@ -152,50 +151,8 @@ def record(label: str, fn, ref: torch.Tensor, nbytes: float, config) -> None:
     save()
 
 
-@triton.jit
-def _bmm_variant(a_desc, b_desc, c_desc, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                 BATCH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                 NPROG: tl.constexpr, STAGES: tl.constexpr, WS: tl.constexpr,
-                 BLOCKED: tl.constexpr, PTR_STORE: tl.constexpr, STREAM: tl.constexpr):
-    # bmm.py's kernel (TRANS_B, whole-tile store) with two questions: does each program taking a
-    # contiguous run of tiles (BLOCKED) instead of every NPROG-th help the writes, and does a
-    # plain store from registers (PTR_STORE, optionally streaming) beat the TMA store
-    tiles_m = M // BM
-    tiles_n = N // BN
-    tiles = tiles_m * tiles_n * BATCH
-    per_prog = (tiles + NPROG - 1) // NPROG
-    if BLOCKED:
-        start = tl.program_id(0) * per_prog
-        stop = tl.minimum(start + per_prog, tiles)
-        step = 1
-    else:
-        start = tl.program_id(0)
-        stop = tiles
-        step = NPROG
-    for tile in tl.range(start, stop, step, flatten=True, warp_specialize=WS, num_stages=STAGES):
-        pid_b = tile // (tiles_m * tiles_n)
-        r = tile % (tiles_m * tiles_n)
-        row = pid_b * M + (r // tiles_n) * BM
-        col = (r % tiles_n) * BN
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k0 in range(0, K, BK):
-            a = a_desc.load([row, k0])
-            b = b_desc.load([pid_b * N + col, k0]).T
-            acc = tl.dot(a, b, acc)
-        if PTR_STORE:
-            rows = (row + tl.arange(0, BM)).to(tl.int64)
-            cols = col + tl.arange(0, BN)
-            ptrs = c_ptr + rows[:, None] * N + cols[None, :]
-            if STREAM:
-                tl.store(ptrs, acc.to(tl.bfloat16), cache_modifier=".cs")
-            else:
-                tl.store(ptrs, acc.to(tl.bfloat16))
-        else:
-            c_desc.store([row, col], acc.to(c_desc.dtype))
-
-
 def custom_qk() -> None:
-    from triton.tools.tensor_descriptor import TensorDescriptor
+    from rooflab.validate.kernels import bmm
     bsz, heads, seq, dim = 2, 32, 2048, 128
     gen = torch.Generator(device="cuda").manual_seed(0)
     q, k = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
@@ -203,31 +160,11 @@ def custom_qk() -> None:
     nbytes = 2 * (q.numel() + k.numel() + bsz * heads * seq * seq)
     ref = torch.bmm(q, k.transpose(1, 2))
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
-    batch, m, n = bsz * heads, seq, seq
-    c = torch.empty(batch, m, n, device="cuda", dtype=q.dtype)
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for cfg in ((128, 256, 64, 8, 3, True, False, False, False),    # = bmm.py's default
-                (128, 256, 64, 8, 3, True, True, False, False),
-                (128, 256, 64, 8, 3, True, False, True, False),
-                (128, 256, 64, 8, 3, True, False, True, True),
-                (128, 256, 64, 8, 3, False, False, True, False),
-                (128, 256, 64, 8, 4, True, False, True, False),
-                (128, 256, 64, 8, 4, False, False, True, True),
-                (256, 128, 64, 8, 3, True, False, True, False),
-                (128, 128, 64, 4, 4, True, False, True, False),
-                (128, 256, 128, 8, 2, True, False, True, False)):
-        bm, bn, bk, warps, stages, ws, blocked, ptr, stream = cfg
-        def fn(bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, ws=ws, blocked=blocked, ptr=ptr,
-               stream=stream):
-            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, bk])
-            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, bk])
-            c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
-            nprog = min(m // bm * (n // bn) * batch, sms)
-            _bmm_variant[(nprog,)](a_d, b_d, c_d, c, m, n, dim, batch, BM=bm, BN=bn, BK=bk,
-                                   NPROG=nprog, STAGES=stages, WS=ws, BLOCKED=blocked,
-                                   PTR_STORE=ptr, STREAM=stream, num_warps=warps)
-            return c
-        record("bmm variant qk", fn, ref, nbytes, list(cfg))
+    # 8192 tiles of 128x256: 132 programs leave 8 with one tile more; 128 programs divide evenly
+    for programs in (None, 131, 128, 124, 64 * 3):
+        for cfg in ((128, 256, 64, 8, 3, True, False), (128, 256, 64, 8, 3, False, False)):
+            record("bmm qk", lambda cfg=cfg, p=programs: bmm.launch_bmm(q, k, True, cfg, p), ref,
+                   nbytes, [list(cfg), programs])
 
 
 def main() -> None:
@@ -241,21 +178,12 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 10: the persistent row kernel's pipeline depth and warps at 32K and 4K columns;
-    # QKᵀ: contiguous runs of tiles per program, stores from registers
-    soft = suite.scale_softmax(4096, 32768)
-    sweep(soft, "fused", "scale+softmax", [row(False, 32768, 32)] + [
-        dict(row(False, 32768, w), persistent=True, num_stages=st)
-        for w in (8, 16, 32) for st in (2, 3, 4)])
-    sweep(soft, "unfused", "softmax", [row(False, 32768, 32)] + [
-        dict(row(False, 32768, 16), persistent=True, num_stages=st) for st in (3, 4)])
+    # round 11: the number of programs of the batched-GEMM template on QKᵀ; the row kernels'
+    # new defaults (persistent at 32K columns)
     custom_qk()
-    sweep(suite.layernorm_gelu(16384), "fused", "layernorm+gelu", [row(False, 4096, 4)] + [
-        dict(row(False, 4096, w), persistent=True, num_stages=st, programs_per_sm=p)
-        for w, p in ((4, 4), (4, 8), (8, 2), (8, 4)) for st in (2, 3)])
-    sweep(suite.scale_softmax(32768, 4096), "fused", "scale+softmax", [row(False, 4096, 4)] + [
-        dict(row(False, 4096, w), persistent=True, num_stages=3, programs_per_sm=p)
-        for w, p in ((4, 4), (4, 8), (8, 4))])
+    soft = suite.scale_softmax(4096, 32768)
+    sweep(soft, "fused", "scale+softmax", [None])
+    sweep(soft, "unfused", "softmax", [None])
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 

@@ -189,6 +189,27 @@ def test_batched_gemms_the_template_tiles_run_on_it():
     assert built["pv"].meta["config"]["BN"] == 128           # the model's tile: no masked half
 
 
+def test_row_config_pipelines_32k_rows_only_where_the_stages_fit():
+    assert codegen.row_config(4096) == {"loop": False, "BLOCK_C": 4096, "num_warps": 4}
+    assert codegen.row_config(16384)["num_warps"] == 16 and "persistent" not in codegen.row_config(16384)
+    # one bf16 input: 3 stages x 64 KB fit; two (residual add + norm) or fp32 would not
+    assert codegen.row_config(32768) == {"loop": False, "BLOCK_C": 32768, "num_warps": 16,
+                                         "persistent": True, "num_stages": 3}
+    assert codegen.row_config(20000)["persistent"]
+    assert "persistent" not in codegen.row_config(32768, in_bytes_per_col=4)
+    assert codegen.row_config(128256)["loop"] and "persistent" not in codegen.row_config(128256)
+    case = suite.scale_softmax(4096, 32768)
+    g = workload.load_dict(case.workload)
+    sched = api.predict_graph(g, H200, "fused", "graph").schedule
+    b = codegen.build(sched.graph, sched.kernels[0])
+    assert "for r in tl.range(tl.program_id(0), 4096, NPROG, num_stages=3):" in b.source
+    assert b.meta["constexprs"] == {"BLOCK_C": 32768, "NPROG": 132}
+    case = suite.add_rmsnorm(1024, 32768)              # x and the residual: 6 x 64 KB would not fit
+    g = workload.load_dict(case.workload)
+    sched = api.predict_graph(g, H200, "fused", "graph").schedule
+    assert "persistent" not in codegen.build(sched.graph, sched.kernels[0]).meta["config"]
+
+
 _LOOPED_CHECK = """
 import torch
 from rooflab import api, hardware, workload

@@ -52,7 +52,7 @@ def _bmm_kernel(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.
 
 
 def launch_bmm(a: torch.Tensor, b: torch.Tensor, trans_b: bool,
-               config: tuple | None = None) -> torch.Tensor:
+               config: tuple | None = None, programs: int | None = None) -> torch.Tensor:
     """c [batch, M, N] = a [batch, M, K] @ (b [batch, N, K]^T if trans_b else b [batch, K, N])."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     bm, bn, bk, warps, stages, ws, split, *rest = config or BMM_CONFIG
@@ -65,7 +65,7 @@ def launch_bmm(a: torch.Tensor, b: torch.Tensor, trans_b: bool,
     b_d = TensorDescriptor.from_tensor(b.view(-1, b.shape[2]), [bn, bk] if trans_b else [bk, bn])
     c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn // 2 if split else bn])
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-    nprog = min(m // bm * (n // bn) * batch, sms * programs_per_sm)
+    nprog = programs or min(m // bm * (n // bn) * batch, sms * programs_per_sm)
     _bmm_kernel[(nprog,)](a_d, b_d, c_d, m, n, k, batch, BM=bm, BN=bn, BK=bk, TRANS_B=trans_b,
                           NPROG=nprog, STAGES=stages, WS=ws, SPLIT=split, num_warps=warps)
     return c
