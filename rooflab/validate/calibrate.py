@@ -11,6 +11,7 @@ Measured (all on random data, medians of many runs, CUDA events):
                       one-kernel CUDA graph as the suite times kernels (timing.py)
   triton_launch_us    host time per launch of a tiny Triton kernel from Python
   copy_curve          Triton copy bandwidth from 8 MB to 2 GB moved: the size-aware HBM curve
+  write_tb_per_s      write-only stream of 1 GiB (Triton store loop or fill_, the better)
   dequant_gweights_per_s  int4 weights the W4A16 kernel dequantizes per second (M=16, K=N=16384)
 """
 
@@ -44,6 +45,13 @@ def _copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     # x_ptr: source; y_ptr: destination; n: elements
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+@triton.jit
+def _fill_kernel(y_ptr, n, BLOCK: tl.constexpr):
+    # y_ptr: destination, n elements set to 1.0 (a write-only stream)
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.full([BLOCK], 1.0, tl.float32), mask=offs < n)
 
 
 def _graph_ms(fn, calls: int, replays: int = 20) -> float:
@@ -173,6 +181,16 @@ def measure(log=print) -> dict:
         curve.append((moved / 1e6, moved / (t - out["min_kernel_us"] * 1e-6) / 1e12))
     out["copy_curve_mb_tb_per_s"] = curve
     log("copy curve (MB moved: TB/s): " + ", ".join(f"{mb:.0f}: {bw:.2f}" for mb, bw in curve))
+    # write-only HBM bandwidth over 1 GiB (the better of a Triton store loop and torch's fill_),
+    # over the time beyond the fixed kernel cost as for the curve
+    n_el = 1 << 28
+    fills = {"triton": lambda: _fill_kernel[(triton.cdiv(n_el, 2048),)](dst, n_el, BLOCK=2048,
+                                                                         num_warps=8),
+             "torch fill_": lambda: dst.fill_(1.0)}
+    write = {k: n_el * 4 / (bench_kernel(f)[0] - out["min_kernel_us"] * 1e-6) / 1e12
+             for k, f in fills.items()}
+    out["write_tb_per_s"] = max(write.values())
+    log("write-only: " + ", ".join(f"{k} {v:.2f} TB/s" for k, v in write.items()))
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for _ in range(reps):
@@ -204,6 +222,8 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
     spec["efficiency"]["hbm"] = fig(min(1.0, m["copy_tb_per_s"] / peak_bw),
                                     f"copy {m['copy_tb_per_s']:.3f} TB/s of {peak_bw}")
     spec["memory"]["l2_tb_per_s"] = fig(m["l2_tb_per_s"], "16 MiB resident read")
+    if "write_tb_per_s" in m:
+        spec["memory"]["hbm_write_tb_per_s"] = fig(m["write_tb_per_s"], "write-only stream of 1 GiB")
     spec["memory"]["hbm_curve"] = {
         "points": [[round(mb, 1), round(min(1.0, bw / peak_bw), 4)] for mb, bw in m["copy_curve_mb_tb_per_s"]],
         "source": "CAL", "note": "Triton copy, L2 flushed, time beyond min_kernel_us"}
