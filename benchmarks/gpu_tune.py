@@ -162,7 +162,8 @@ def custom_qk() -> None:
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
     # 8192 tiles of 128x256: 132 programs leave 8 with one tile more; 128 programs divide evenly
     for programs in (None, 131, 128, 124, 64 * 3):
-        for cfg in ((128, 256, 64, 8, 3, True, False), (128, 256, 64, 8, 3, False, False)):
+        for cfg in ((128, 256, 64, 8, 3, True, False), (128, 256, 64, 8, 3, False, False),
+                    (128, 256, 64, 8, 4, True, True)):
             record("bmm qk", lambda cfg=cfg, p=programs: bmm.launch_bmm(q, k, True, cfg, p), ref,
                    nbytes, [list(cfg), programs])
 
