@@ -151,23 +151,6 @@ def record(label: str, fn, ref: torch.Tensor, nbytes: float, config) -> None:
     save()
 
 
-def custom_qk() -> None:
-    from rooflab.validate.kernels import bmm
-    bsz, heads, seq, dim = 2, 32, 2048, 128
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-            for _ in range(2))
-    nbytes = 2 * (q.numel() + k.numel() + bsz * heads * seq * seq)
-    ref = torch.bmm(q, k.transpose(1, 2))
-    record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
-    # 8192 tiles of 128x256: 132 programs leave 8 with one tile more; 128 programs divide evenly
-    for programs in (None, 131, 128, 124, 64 * 3):
-        for cfg in ((128, 256, 64, 8, 3, True, False), (128, 256, 64, 8, 3, False, False),
-                    (128, 256, 64, 8, 4, True, True)):
-            record("bmm qk", lambda cfg=cfg, p=programs: bmm.launch_bmm(q, k, True, cfg, p), ref,
-                   nbytes, [list(cfg), programs])
-
-
 def main() -> None:
     props = torch.cuda.get_device_properties(0)
     RESULT["env"] = {"gpu": props.name, "sm_count": props.multi_processor_count,
@@ -179,12 +162,19 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 11: the number of programs of the batched-GEMM template on QKᵀ; the row kernels'
-    # new defaults (persistent at 32K columns)
-    custom_qk()
-    soft = suite.scale_softmax(4096, 32768)
-    sweep(soft, "fused", "scale+softmax", [None])
-    sweep(soft, "unfused", "softmax", [None])
+    # round 12: write-only bandwidth, which round 3 measured at 3.36 TB/s (bf16 fill_ of 1 GiB,
+    # do_bench launching from Python) and calibration at 4.73 (fp32, one-kernel graph replay):
+    # both ways on both dtypes, and a read-only sum for scale
+    for dtype in (torch.bfloat16, torch.float32):
+        x = torch.empty((1 << 30) // torch.finfo(dtype).bits * 8, dtype=dtype, device="cuda")
+        for label, fn in (("fill_", lambda: x.fill_(1.0)), ("sum", lambda: x.sum())):
+            eager = triton.testing.do_bench(fn, warmup=10, rep=200, return_mode="median") * 1e-3
+            graph = bench_kernel(fn)[0]
+            rec = {"label": f"{label} {dtype}", "bytes": 1 << 30, "eager_tb_per_s": (1 << 30) / eager / 1e12,
+                   "graph_tb_per_s": (1 << 30) / graph / 1e12}
+            RESULT.setdefault("custom", []).append(rec)
+            print(rec, flush=True)
+    save()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 

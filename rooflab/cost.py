@@ -3,7 +3,7 @@
 Per kernel (docs/cost-model.md says why each term is there):
     tensor_s  = Σ tensor FLOPs[dtype] / (peak[dtype]·η_tc[dtype]) / waves
     compute_s = max(tensor_s + sfu_s + dequant_s, vector FLOPs / (peak_fp32·η_vec), sfu_s) / balance
-    memory_s  = max((HBM bytes read + written) / BW(bytes moved), HBM bytes written / BW_write) / waves
+    memory_s  = (HBM bytes read + written) / BW(bytes moved) / waves
     link_s    = interconnect bytes / (link BW·η_link)
     busy_s    = max(compute_s, memory_s, link_s)
     time_s    = busy_s + launch_s
@@ -241,10 +241,6 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     compute_s = max(tensor_s + sfu_s + dequant_s, vector_s, sfu_s) / balance
     moved = read_bytes + writes
     memory_s = moved / hw.hbm_rate_for(moved) / waves if moved else 0.0
-    if hw.hbm_write_bytes_per_s and writes:
-        # HBM writes alone run slower than a copy's mix: a kernel that mostly writes (QKᵀ over a
-        # short head dimension writes 89 % of its bytes) is bound by the write-only rate
-        memory_s = max(memory_s, writes / hw.hbm_write_bytes_per_s / waves)
     link_s = link / hw.link_rate if link else 0.0
     ops = tuple(g.ops[i].name for i in kernel.ops)
     return dict(

@@ -61,9 +61,6 @@ class MemorySpec(_Strict):
     hbm_tb_per_s: Figure              # decimal TB/s
     l2_mb: Figure                     # as the vendor or driver reports it (MB)
     l2_tb_per_s: Figure | None = None
-    # a kernel that only writes reaches less than a copy (read + write): a second memory roof
-    # for write-heavy kernels; datasheets do not give it, calibration measures it
-    hbm_write_tb_per_s: Figure | None = None
     smem_per_sm_kb: Figure            # largest shared memory one block can use, KB (1024 B)
     hbm_curve: Curve | None = None    # size-aware achieved bandwidth (from calibration)
 
@@ -189,7 +186,6 @@ class Hardware:
     hbm_curve: tuple[tuple[float, float], ...] = ()   # (bytes moved, fraction of peak)
     sfu_ops_per_s: float | None = None                # special-function-unit results per second
     dequant_weights_per_s: float | None = None        # int weights dequantized in registers /s
-    hbm_write_bytes_per_s: float | None = None        # achieved write-only HBM bytes/s
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -270,8 +266,6 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
         dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9
                                if spec.dequant_gweights_per_s else None),
-        hbm_write_bytes_per_s=(m.hbm_write_tb_per_s.value * 1e12
-                               if m.hbm_write_tb_per_s else None),
         sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value
                        * spec.boost_clock_mhz.value * 1e6 if spec.sfu_per_clk_per_sm else None),
         source_file=source_file,

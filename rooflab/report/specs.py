@@ -45,8 +45,6 @@ def render_show(hw: Hardware) -> str:
     m = spec.memory
     add("HBM capacity", m.hbm_gb, "GB")
     add("HBM bandwidth", m.hbm_tb_per_s, "TB/s")
-    if m.hbm_write_tb_per_s:
-        add("HBM write-only bandwidth", m.hbm_write_tb_per_s, "TB/s")
     add("L2", m.l2_mb, "MB")
     if m.l2_tb_per_s:
         add("L2 bandwidth", m.l2_tb_per_s, "TB/s")

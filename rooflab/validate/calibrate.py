@@ -11,7 +11,9 @@ Measured (all on random data, medians of many runs, CUDA events):
                       one-kernel CUDA graph as the suite times kernels (timing.py)
   triton_launch_us    host time per launch of a tiny Triton kernel from Python
   copy_curve          Triton copy bandwidth from 8 MB to 2 GB moved: the size-aware HBM curve
-  write_tb_per_s      write-only stream of 1 GiB (Triton store loop or fill_, the better)
+  write_tb_per_s      write-only stream of 1 GiB (Triton store loop or fill_, the better); in
+                      the raw figures only: on the H200 writes alone run faster than a copy, so
+                      a write-heavy kernel is not bound by them (benchmarks/gpu_tune.md, round 11)
   dequant_gweights_per_s  int4 weights the W4A16 kernel dequantizes per second (M=16, K=N=16384)
 """
 
@@ -222,8 +224,6 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
     spec["efficiency"]["hbm"] = fig(min(1.0, m["copy_tb_per_s"] / peak_bw),
                                     f"copy {m['copy_tb_per_s']:.3f} TB/s of {peak_bw}")
     spec["memory"]["l2_tb_per_s"] = fig(m["l2_tb_per_s"], "16 MiB resident read")
-    if "write_tb_per_s" in m:
-        spec["memory"]["hbm_write_tb_per_s"] = fig(m["write_tb_per_s"], "write-only stream of 1 GiB")
     spec["memory"]["hbm_curve"] = {
         "points": [[round(mb, 1), round(min(1.0, bw / peak_bw), 4)] for mb, bw in m["copy_curve_mb_tb_per_s"]],
         "source": "CAL", "note": "Triton copy, L2 flushed, time beyond min_kernel_us"}
