@@ -1,7 +1,7 @@
 """The cost model: pure functions from (schedule, hardware, launch mode) to a Prediction.
 
 Per kernel (docs/cost-model.md says why each term is there):
-    tensor_s  = Σ tensor FLOPs[dtype] / (peak[dtype]·η_tc[dtype]) / waves
+    tensor_s  = Σ tensor FLOPs[dtype] / (peak[dtype]·η_tc[dtype]) / waves   (η_attention in FlashAttention)
     compute_s = max(tensor_s + sfu_s + dequant_s, vector FLOPs / (peak_fp32·η_vec), sfu_s) / balance
     memory_s  = (HBM bytes read + written) / BW(bytes moved) / waves
     link_s    = interconnect bytes / (link BW·η_link)
@@ -226,7 +226,8 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     balance = _attention_balance(info, kernel, hw.sm_count)
     read_bytes = sum(reads.values())
     # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
-    tensor_s = sum(f / hw.tensor_rate(d) for d, f in tensor_by_dtype.items()) / waves
+    in_attention = kernel.fusion == "attention" or any(g.ops[i].kind == "attention" for i in kernel.ops)
+    tensor_s = sum(f / hw.tensor_rate(d, in_attention) for d, f in tensor_by_dtype.items()) / waves
     # a fused causal attention kernel skips the key blocks its mask removes: its FLOPs are the
     # naive pattern's (fusion never changes FLOPs), its time is that of the kept blocks
     tensor_s *= causal_fraction

@@ -81,6 +81,9 @@ class EfficiencySpec(_Strict):
     """Achieved fractions of peak: what a good kernel reaches on large problems."""
     tensor: Fraction
     tensor_by_dtype: dict[str, Fraction] = {}
+    # share of the tensor peak a FlashAttention kernel's two matmuls reach, its exponentials
+    # priced apart on the special-function units (from calibration; else `tensor` applies)
+    attention: Fraction | None = None
     vector: Fraction
     hbm: Fraction
     interconnect: Fraction
@@ -186,18 +189,22 @@ class Hardware:
     hbm_curve: tuple[tuple[float, float], ...] = ()   # (bytes moved, fraction of peak)
     sfu_ops_per_s: float | None = None                # special-function-unit results per second
     dequant_weights_per_s: float | None = None        # int weights dequantized in registers /s
+    attention_efficiency: float | None = None         # tensor efficiency inside FlashAttention
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
     def has_gemm_path(self, family: str) -> bool:
         return family in self.tensor_flops_per_s
 
-    def tensor_rate(self, family: str) -> float:
-        """Achievable tensor-core FLOP/s for a dtype family (peak times efficiency)."""
+    def tensor_rate(self, family: str, attention: bool = False) -> float:
+        """Achievable tensor-core FLOP/s for a dtype family (peak times efficiency); inside a
+        FlashAttention kernel, the calibrated attention efficiency where the spec has one."""
         if family not in self.tensor_flops_per_s:
             raise RooflabError(f"{self.name} has no {family} tensor-core path; lower the graph "
                                "first (rooflab.lowering.lower) so it is priced as its fallback")
         eff = self.tensor_efficiency_by_dtype.get(family, self.tensor_efficiency)
+        if attention and self.attention_efficiency:
+            eff = self.attention_efficiency
         return self.tensor_flops_per_s[family] * eff
 
     @property
@@ -264,6 +271,7 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         link_efficiency=eff.interconnect.value,
         weight_only_gemm=frozenset(spec.weight_only_gemm),
         hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
+        attention_efficiency=eff.attention.value if eff.attention else None,
         dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9
                                if spec.dequant_gweights_per_s else None),
         sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value

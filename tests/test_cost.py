@@ -169,3 +169,31 @@ def test_row_kernel_with_fewer_rows_than_sms(write_yaml):
     nbytes = 64 * 128256 * 2
     assert k.hbm_bytes == 3 * nbytes
     assert k.memory_s == pytest.approx(3 * nbytes / HBM_RATE / (64 / 132), rel=1e-12)
+
+
+def test_calibrated_attention_efficiency_prices_flash_attention_only(write_yaml, tmp_path):
+    # a spec with efficiency.attention = 0.64: the attention kernel's matmuls at 0.64 of the
+    # bf16 peak (its exponentials still on the SFUs); a plain GEMM keeps the tensor efficiency
+    from conftest import ROOT
+    from rooflab import hardware
+    spec = (ROOT / "hardware_specs/h200.yaml").read_text().replace(
+        "  vector: {value: 0.80", "  attention: {value: 0.64, source: H200-LOCAL}\n  vector: {value: 0.80")
+    (tmp_path / "h200a.yaml").write_text(spec)
+    hw = hardware.load(str(tmp_path / "h200a.yaml"))
+    assert hw.attention_efficiency == 0.64
+    att = api.predict(write_yaml("""
+        name: t
+        tensors: {q: {shape: [4, 32, 8192, 128], dtype: bf16}, k: {shape: [4, 32, 8192, 128], dtype: bf16},
+                  v: {shape: [4, 32, 8192, 128], dtype: bf16}}
+        ops: [{kind: attention, name: a, causal: false, inputs: [q, k, v], outputs: [o]}]
+    """), hw, "unfused", "graph").kernels[0]
+    pairs = 4 * 32 * 8192 * 8192
+    tensor_s = 2 * pairs * 256 / (989.4e12 * 0.64)                    # 6.95 ms
+    sfu_s = pairs / (16 * 132 * 1980e6)                               # 2.05 ms
+    assert att.compute_s == pytest.approx(tensor_s + sfu_s, rel=1e-12)
+    mm = api.predict(write_yaml("""
+        name: t
+        tensors: {a: {shape: [8192, 8192], dtype: bf16}, b: {shape: [8192, 8192], dtype: bf16}}
+        ops: [{kind: matmul, name: mm, inputs: [a, b], outputs: [c]}]
+    """, "mm.yaml"), hw, "unfused", "graph").kernels[0]
+    assert mm.compute_s == pytest.approx(2 * 8192**3 / BF16_RATE / (2048 / (16 * 132)), rel=1e-12)

@@ -261,3 +261,25 @@ def test_cases_filter_takes_a_whole_case_name_with_its_commas():
     assert r.stdout.count("# ---- scale_softmax/R=64,C=128256 ") == 4      # 2 kernels x 2 schedules
     assert "C=1024" not in r.stdout
     assert "for c0 in range(0, 128256, BLOCK_C)" in r.stdout              # the looped row kernel
+
+
+def test_calibrated_spec_derives_attention_efficiency_net_of_the_sfu_term():
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    from rooflab.hardware import HardwareFile
+    from rooflab.validate import calibrate
+    import yaml
+    base = HardwareFile.model_validate(yaml.safe_load((ROOT / "hardware_specs/h200.yaml").read_text()))
+    pairs = 4 * 32 * 8192 * 8192
+    flops = 4 * 128 * pairs
+    sfu_s = pairs / (16 * 132 * 1980e6)
+    t = 5e-6 + sfu_s + flops / (989.4e12 * 0.6)      # a kernel at 0.6 of the peak beside its exps
+    m = {"copy_tb_per_s": 4.25, "l2_tb_per_s": 5.2, "copy_curve_mb_tb_per_s": [[8.4, 4.1], [2147.5, 4.17]],
+         "gemm_tflops": {"bf16": 684, "fp16": 655, "tf32": 360, "fp8": 1252},
+         "eager_dispatch_us": 11.0, "graph_launch_us": 1.8, "min_kernel_us": 5.0, "triton_launch_us": 17.0,
+         "attention": {"shape_bhsd": [4, 32, 8192, 128], "causal": False, "s": t, "flops": flops,
+                       "exps": pairs}}
+    prov = {"date": "2026-12-02T17:00:00+00:00", "gpu": "NVIDIA H200", "torch": "2.11", "triton": "3.6"}
+    spec = calibrate.write_spec(base, m, prov, "reports/calibration/x.json")
+    assert spec["efficiency"]["attention"]["value"] == pytest.approx(0.6, abs=1e-4)
+    assert spec["efficiency"]["attention"]["source"] == "CAL"

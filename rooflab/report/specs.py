@@ -68,6 +68,8 @@ def render_show(hw: Hardware) -> str:
     add("achieved: tensor", e.tensor, "of peak")
     for fam, fig in e.tensor_by_dtype.items():
         add(f"achieved: tensor {fam}", fig, "of peak")
+    if e.attention:
+        add("achieved: tensor inside FlashAttention", e.attention, "of peak")
     add("achieved: vector", e.vector, "of peak")
     add("achieved: HBM", e.hbm, "of peak")
     add("achieved: interconnect", e.interconnect, "of peak")

@@ -15,6 +15,8 @@ Measured (all on random data, medians of many runs, CUDA events):
                       the raw figures only: on the H200 writes alone run faster than a copy, so
                       a write-heavy kernel is not bound by them (benchmarks/gpu_tune.md, round 11)
   dequant_gweights_per_s  int4 weights the W4A16 kernel dequantizes per second (M=16, K=N=16384)
+  attention           the FlashAttention kernel at B=4, H=32, S=8192, D=128, non-causal: the
+                      tensor efficiency its matmuls reach beside its exponentials
 """
 
 from __future__ import annotations
@@ -136,6 +138,17 @@ def measure(log=print) -> dict:
     t = bench_kernel(lambda: qgemm.launch_w4a16(xq, wq, sq, 128))[0]
     out["dequant_gweights_per_s"] = kq * nq / t / 1e9
     log(f"W4A16 dequant (M=16, K=N=16384): {out['dequant_gweights_per_s']:.0f} G weights/s")
+    # the FlashAttention kernel at a large non-causal shape the suite does not time (no causal
+    # imbalance, no partial wave): its time, matmul FLOPs and exponentials
+    from rooflab.validate.kernels import attention
+    ba, ha, sa, da = 4, 32, 8192, 128
+    qa, ka, va = (torch.randn(ba, ha, sa, da, device=dev, dtype=torch.bfloat16) for _ in range(3))
+    t = bench_kernel(lambda: attention.launch_flash(qa, ka, va, False, da ** -0.5))[0]
+    out["attention"] = {"shape_bhsd": [ba, ha, sa, da], "causal": False, "s": t,
+                        "flops": attention.flash_flops(ba, ha, sa, sa, da, False),
+                        "exps": ba * ha * sa * sa}
+    log(f"FlashAttention B={ba} H={ha} S={sa} D={da}: {out['attention']['flops'] / t / 1e12:.0f} TFLOP/s")
+    del qa, ka, va
     tiny = torch.zeros(1, device=dev)
     for _ in range(100):
         tiny.add_(1.0)
@@ -237,6 +250,17 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
             peak = base.tensor_tflops[fam].value
             by[fam] = fig(min(1.0, g[fam] / peak), f"8192³ {g[fam]:.0f} TFLOP/s")
     spec["efficiency"]["tensor_by_dtype"] = by
+    if "attention" in m and base.sfu_per_clk_per_sm:
+        # the efficiency that, with the model's SFU term for the exponentials and the fixed
+        # kernel cost, reproduces the measured time (rooflab.cost prices them the same way)
+        a = m["attention"]
+        sfu_rate = base.sfu_per_clk_per_sm.value * base.sm_count.value * base.boost_clock_mhz.value * 1e6
+        busy = a["s"] - m["min_kernel_us"] * 1e-6 - a["exps"] / sfu_rate
+        b_, h_, s_, d_ = a["shape_bhsd"]
+        spec["efficiency"]["attention"] = fig(
+            min(1.0, a["flops"] / busy / (bf16_peak * 1e12)),
+            f"Triton FlashAttention B={b_} H={h_} S={s_} D={d_} non-causal, "
+            f"{a['flops'] / a['s'] / 1e12:.0f} TFLOP/s with its exponentials")
     if "dequant_gweights_per_s" in m:
         spec["dequant_gweights_per_s"] = fig(m["dequant_gweights_per_s"],
                                              "W4A16 Triton kernel, M=16, K=N=16384, group 128")
