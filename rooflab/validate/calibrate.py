@@ -148,7 +148,6 @@ def measure(log=print) -> dict:
                         "flops": attention.flash_flops(ba, ha, sa, sa, da, False),
                         "exps": ba * ha * sa * sa}
     log(f"FlashAttention B={ba} H={ha} S={sa} D={da}: {out['attention']['flops'] / t / 1e12:.0f} TFLOP/s")
-    del qa, ka, va
     tiny = torch.zeros(1, device=dev)
     for _ in range(100):
         tiny.add_(1.0)
