@@ -53,7 +53,9 @@ def _bmm_kernel(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.
 
 def launch_bmm(a: torch.Tensor, b: torch.Tensor, trans_b: bool,
                config: tuple | None = None, programs: int | None = None) -> torch.Tensor:
-    """c [batch, M, N] = a [batch, M, K] @ (b [batch, N, K]^T if trans_b else b [batch, K, N])."""
+    """c [batch, M, N] = a [batch, M, K] @ (b [batch, N, K]^T if trans_b else b [batch, K, N]).
+    `config` (BMM_CONFIG's fields, optionally + programs per SM) and `programs` (an absolute
+    program count) override the defaults, for sweeps (benchmarks/gpu_tune.py)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     bm, bn, bk, warps, stages, ws, split, *rest = config or BMM_CONFIG
     programs_per_sm = rest[0] if rest else 1   # 2 lets two smaller tiles share an SM
