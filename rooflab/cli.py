@@ -152,7 +152,7 @@ def validate(
     if from_file:
         from rooflab.validate import records
         vf = records.load(from_file)
-        typer.echo(accuracy.render(accuracy.evaluate(vf, hw)))
+        typer.echo(accuracy.render(accuracy.evaluate(vf, hw), hw))
         if html:
             _write_validation_html(html, accuracy.repredicted(vf, hw), force)
         return
@@ -174,10 +174,10 @@ def validate(
                             log=lambda m: typer.echo(m, err=True))
     except vrun.ValidationFailed as e:
         from rooflab.validate import records
-        typer.echo(accuracy.render(accuracy.evaluate(records.load(out), hw)))
+        typer.echo(accuracy.render(accuracy.evaluate(records.load(out), hw), hw))
         raise RooflabError(f"{len(e.failures)} case(s) failed (the rest are in {out}): "
                            + "; ".join(e.failures)) from None
-    typer.echo(accuracy.render(accuracy.evaluate(vf, hw)))
+    typer.echo(accuracy.render(accuracy.evaluate(vf, hw), hw))
     typer.echo(f"wrote {out}")
     if html:
         _write_validation_html(html, vf, force)

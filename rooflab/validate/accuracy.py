@@ -23,6 +23,9 @@ from rooflab.validate.records import ValidationFile
 # The accuracy the validation issue asks for: per-kernel median and 90th-percentile |error|,
 # and the median |error| of predicted fused-vs-unfused speedups.
 MEDIAN_BAR, P90_BAR, SPEEDUP_BAR = 0.10, 0.25, 0.10
+# ... and that the kernels are good ones: memory-bound kernels moving 256 MB or more reach 80 %
+# of the calibrated copy bandwidth
+MARK_MIN_BYTES, MARK_COPY_FRACTION = 256e6, 0.80
 
 
 def op_class(kinds) -> str:
@@ -48,6 +51,7 @@ class CasePrediction:
     bounds: dict[str, str]
     graph_s: float
     eager_s: float
+    hbm_bytes: dict[str, int]        # kernel name -> HBM bytes moved
 
 
 def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
@@ -55,16 +59,17 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
     """Predictions for one case under one schedule, in the form the measurements take."""
     graph = workload.load_dict(workload_dict, params)
     pred = api.predict_graph(graph, hw, schedule, "graph")
-    kernels, classes, bounds = {}, {}, {}
+    kernels, classes, bounds, nbytes = {}, {}, {}, {}
     for k in pred.kernels:
         busy = max(k.compute_s, k.memory_s, k.link_s)
         kernels[k.name] = busy + hw.min_kernel_s
         classes[k.name] = op_class(k.kinds)
         bounds[k.name] = k.bound
+        nbytes[k.name] = k.hbm_bytes
     graph_s = pred.totals.time_s - hw.eager_dispatch_s + hw.min_kernel_s - hw.graph_launch_s
     dispatch = hw.triton_launch_s or hw.eager_dispatch_s
     eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager")
-    return CasePrediction(kernels, classes, bounds, graph_s, eager.totals.time_s - dispatch)
+    return CasePrediction(kernels, classes, bounds, graph_s, eager.totals.time_s - dispatch, nbytes)
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,8 @@ class Row:
     op_class: str
     predicted_s: float
     measured_s: float
+    bound: str = ""
+    hbm_bytes: int = 0
 
     @property
     def error(self) -> float:
@@ -122,7 +129,8 @@ def evaluate(vf: ValidationFile, hw: Hardware) -> Summary:
             pred = predict_case(case.workload, case.params, hw, schedule)
             for k in kernels:
                 rows.append(Row(case.case, schedule, k.kernel, pred.classes[k.kernel],
-                                pred.kernels[k.kernel], k.measured_s))
+                                pred.kernels[k.kernel], k.measured_s, pred.bounds[k.kernel],
+                                pred.hbm_bytes[k.kernel]))
             for s in case.schedules:
                 if s.schedule == schedule:
                     p = pred.graph_s if s.launch == "graph" else pred.eager_s
@@ -164,8 +172,29 @@ def _differ(case) -> bool:
     return names.get("unfused") != names.get("fused")
 
 
-def render(summary: Summary) -> str:
-    """The error table: per op class and overall, then the speedups."""
+def bandwidth_marks(summary: Summary, hw: Hardware) -> list[tuple[Row, float]]:
+    """Each memory-bound kernel moving MARK_MIN_BYTES or more, with the fraction of the spec's
+    achievable (for a calibrated spec: the measured copy) HBM bandwidth it reached."""
+    return [(r, r.hbm_bytes / r.measured_s / hw.hbm_rate) for r in summary.kernels
+            if r.bound == "memory" and r.hbm_bytes >= MARK_MIN_BYTES]
+
+
+def render_marks(marks: list[tuple[Row, float]], hw: Hardware) -> str:
+    """One line on the bandwidth mark, and one per kernel below it."""
+    if not marks:
+        return f"no memory-bound kernel moves {MARK_MIN_BYTES / 1e6:.0f} MB or more"
+    below = sorted((m for m in marks if m[1] < MARK_COPY_FRACTION), key=lambda m: m[1])
+    lo, hi = min(f for _, f in marks), max(f for _, f in marks)
+    out = [f"memory-bound kernels ≥ {MARK_MIN_BYTES / 1e6:.0f} MB: {len(marks) - len(below)} of "
+           f"{len(marks)} at ≥ {MARK_COPY_FRACTION:.0%} of {hw.hbm_rate / 1e12:.2f} TB/s "
+           f"(range {lo:.0%}-{hi:.0%})"]
+    out += [f"  below: {r.case} {r.kernel} {f:.1%}" for r, f in below]
+    return "\n".join(out)
+
+
+def render(summary: Summary, hw: Hardware | None = None) -> str:
+    """The error table: per op class and overall, then the speedups; with `hw`, the bandwidth
+    mark too."""
     from rooflab.report.table import grid
     if not summary.kernels:
         return "no measured kernels"
@@ -184,4 +213,6 @@ def render(summary: Summary) -> str:
     bars = (f"bars: median ≤ {MEDIAN_BAR:.0%}, p90 ≤ {P90_BAR:.0%}, speedup median ≤ "
             f"{SPEEDUP_BAR:.0%}: {'PASS' if summary.passes() else 'FAIL'}")
     out.append(bars)
+    if hw is not None:
+        out.append(render_marks(bandwidth_marks(summary, hw), hw))
     return "\n".join(out)
