@@ -283,6 +283,11 @@ def test_calibrated_spec_derives_attention_efficiency_net_of_the_sfu_term():
     spec = calibrate.write_spec(base, m, prov, "reports/calibration/x.json")
     assert spec["efficiency"]["attention"]["value"] == pytest.approx(0.6, abs=1e-4)
     assert spec["efficiency"]["attention"]["source"] == "CAL"
+    # the bf16 tensor efficiency: cuBLAS's 8192³, or the suite's Triton GEMM where it is faster
+    assert spec["efficiency"]["tensor"]["value"] == pytest.approx(684 / 989.4, abs=1e-4)
+    spec = calibrate.write_spec(base, {**m, "triton_gemm_bf16_12288_tflops": 740.0}, prov, "x.json")
+    assert spec["efficiency"]["tensor"]["value"] == pytest.approx(740 / 989.4, abs=1e-4)
+    assert "Triton GEMM" in spec["efficiency"]["tensor"]["note"]
 
 
 def test_bandwidth_mark_on_the_committed_run():

@@ -5,6 +5,8 @@ Measured (all on random data, medians of many runs, CUDA events):
   read_tb_per_s       a Triton read-only reduction over 2 GiB
   l2_tb_per_s         repeated reads of a 16 MiB buffer that stays in L2 (no flush)
   gemm_tflops[dtype]  torch.matmul 8192³ for bf16, fp16, tf32; torch._scaled_mm for fp8
+  triton_gemm_bf16_12288_tflops  the suite's generated Triton GEMM at 12288³ (not a suite
+                      shape); the bf16 tensor efficiency takes the better of it and cuBLAS
   eager_dispatch_us   host time per tiny eager PyTorch op (x.add_(1) on 1 element)
   graph_launch_us     per kernel in a CUDA graph beyond its transfer time (200 4 MiB copies)
   min_kernel_us       duration of a small (256 KiB) Triton copy after an L2 flush, replayed as a
@@ -31,7 +33,7 @@ import triton
 import triton.language as tl
 import yaml
 
-from rooflab.hardware import HardwareFile
+from rooflab.hardware import Hardware, HardwareFile, to_core
 from rooflab.validate.timing import bench_kernel, capture
 
 
@@ -86,8 +88,23 @@ def _events_ms(fn, iters: int) -> float:
     return start.elapsed_time(end) / iters
 
 
-def measure(log=print) -> dict:
-    """Every ceiling above, as a dict of plain numbers."""
+def _triton_gemm_tflops(hw: Hardware, n: int) -> float:
+    """bf16 TFLOP/s of the validation suite's generated Triton GEMM (codegen) on an n³ matmul."""
+    from rooflab import api, workload
+    from rooflab.validate.kernels import codegen
+    bf16 = {"shape": [n, n], "dtype": "bf16"}
+    g = workload.load_dict({"name": "calibrate_gemm", "tensors": {"a": bf16, "b": bf16},
+                            "ops": [{"kind": "matmul", "name": "mm", "inputs": ["a", "b"],
+                                     "outputs": ["c"]}]})
+    sched = api.predict_graph(g, hw, "unfused", "graph").schedule
+    built = codegen.build(sched.graph, sched.kernels[0])
+    env = {t: torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for t in built.inputs}
+    return 2 * n ** 3 / bench_kernel(lambda: built.run(env))[0] / 1e12
+
+
+def measure(log=print, hw: Hardware | None = None) -> dict:
+    """Every ceiling above, as a dict of plain numbers (`hw`, the base spec, sizes the Triton
+    GEMM's tiles; without it that measurement is skipped)."""
     dev = torch.device("cuda")
     out: dict = {}
     n = 1 << 30                                          # 2 GiB of bf16
@@ -128,6 +145,11 @@ def measure(log=print) -> dict:
         a8, b8, one, one, out_dtype=torch.bfloat16), 400, 200) * 1e-3) / 1e12
     out["gemm_tflops"] = gemm
     log("GEMM 8192³ TFLOP/s: " + ", ".join(f"{k} {v:.0f}" for k, v in gemm.items()))
+    if hw is not None:
+        # the suite's own Triton GEMM at a shape the suite does not time: where it beats
+        # cuBLAS, it is the better evidence of what a good bf16 kernel reaches
+        out["triton_gemm_bf16_12288_tflops"] = _triton_gemm_tflops(hw, 12288)
+        log(f"Triton GEMM 12288³ bf16: {out['triton_gemm_bf16_12288_tflops']:.0f} TFLOP/s")
     # int4 weights dequantized per second inside the W4A16 kernel: at M=16 it is bound by that
     # ALU work, not by its 4-bit weight bytes. K=N=16384, a shape the suite does not time.
     from rooflab.validate.kernels import qgemm
@@ -241,8 +263,12 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
         "source": "CAL", "note": "Triton copy, L2 flushed, time beyond min_kernel_us"}
     g = m["gemm_tflops"]
     bf16_peak = base.tensor_tflops["bf16"].value
-    spec["efficiency"]["tensor"] = fig(min(1.0, g["bf16"] / bf16_peak),
-                                       f"bf16 8192³ {g['bf16']:.0f} TFLOP/s")
+    best, note = g["bf16"], f"bf16 8192³ {g['bf16']:.0f} TFLOP/s (cuBLAS)"
+    triton_tf = m.get("triton_gemm_bf16_12288_tflops", 0.0)
+    if triton_tf > best:
+        best, note = triton_tf, (f"bf16 12288³ {triton_tf:.0f} TFLOP/s (the validation suite's "
+                                 f"Triton GEMM; cuBLAS 8192³ {g['bf16']:.0f})")
+    spec["efficiency"]["tensor"] = fig(min(1.0, best / bf16_peak), note)
     by = dict(spec["efficiency"].get("tensor_by_dtype", {}))
     for fam in ("fp16", "tf32", "fp8"):
         if fam in base.tensor_tflops and fam in g:
@@ -276,7 +302,7 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
 def calibrate(base: HardwareFile, spec_out: Path, raw_out: Path, provenance: dict,
               log=print) -> dict:
     """Measure, then write the raw figures (JSON) and the calibrated spec (YAML)."""
-    m = measure(log)
+    m = measure(log, to_core(base))
     raw_out.parent.mkdir(parents=True, exist_ok=True)
     raw_out.write_text(json.dumps({"provenance": provenance, "measured": m}, indent=1) + "\n")
     spec = write_spec(base, m, provenance, str(raw_out))
