@@ -551,10 +551,8 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
         extra = {"maxnreg": cfg["maxnreg"]} if cfg.get("maxnreg") else {}
         if cfg.get("persistent"):
             import torch
-            dev = out[outs[0]].device
-            sms = (torch.cuda.get_device_properties(dev).multi_processor_count
-                   if dev.type == "cuda" else _SM_COUNT_DEFAULT)     # (Triton's CPU interpreter)
-            nprog = cfg.get("programs") or min(rows, sms * per_sm)
+            sms = torch.cuda.get_device_properties(out[outs[0]].device).multi_processor_count
+            nprog = min(rows, sms * per_sm)
             mod.kernel[(nprog,)](*args, num_warps=warps, BLOCK_C=block_c, NPROG=nprog, **extra)
         else:
             mod.kernel[(rows,)](*args, num_warps=warps, **const, **extra)
