@@ -153,19 +153,54 @@ def record(label: str, fn, ref: torch.Tensor, nbytes: float, config) -> None:
 
 
 @triton.jit
-def _qk_colblock(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-                 BM: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr, NPROG: tl.constexpr,
-                 BATCH: tl.constexpr):
-    # persistent over (head, column block) items; within one, K's block stays on chip and the
-    # program walks the row blocks of Q (K <= 256: one step)
-    items = BATCH * (N // BN)
-    for item in range(tl.program_id(0), items, NPROG):
-        pid_b = item // (N // BN)
-        col = (item % (N // BN)) * BN
-        kt = b_desc.load([pid_b * N + col, 0]).T
-        for m in tl.range(0, M, BM, num_stages=STAGES):
-            a = a_desc.load([pid_b * M + m, 0])
-            c_desc.store([pid_b * M + m, col], tl.dot(a, kt).to(c_desc.dtype))
+def _bmm_units(a_desc, b_desc, c_desc, bs_desc, cs_desc, M: tl.constexpr, N: tl.constexpr,
+               K: tl.constexpr, BATCH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+               BK: tl.constexpr, NPROG: tl.constexpr, STAGES: tl.constexpr, WS: tl.constexpr,
+               SHARE: tl.constexpr, TAIL: tl.constexpr):
+    # c[b] = a[b] @ b[b]^T, persistent. A unit is SHARE column tiles of one row block: with
+    # SHARE > 1 the row block of a stays on chip while the program walks them (fewer bytes
+    # through L2 per byte written). Units fill whole waves of NPROG programs; the tiles of the
+    # last, partial wave are cut into TAIL column slices so that more SMs share them.
+    tiles_m = M // BM
+    groups_n = N // (BN * SHARE)
+    units = tiles_m * groups_n * BATCH
+    full = units // NPROG * NPROG
+    # (a flattened loop with SHARE > 1 fails Triton 3.6's TMA lowering: then only the walk
+    # over a unit's column tiles is pipelined)
+    for u in tl.range(tl.program_id(0), full, NPROG, flatten=SHARE == 1,
+                      warp_specialize=WS and SHARE == 1, num_stages=STAGES if SHARE == 1 else 1):
+        pid_b = u // (tiles_m * groups_n)
+        r = u % (tiles_m * groups_n)
+        row = pid_b * M + (r // groups_n) * BM
+        col0 = (r % groups_n) * BN * SHARE
+        if SHARE == 1:
+            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            for k0 in range(0, K, BK):
+                a = a_desc.load([row, k0])
+                b = b_desc.load([pid_b * N + col0, k0]).T
+                acc = tl.dot(a, b, acc)
+            c_desc.store([row, col0], acc.to(c_desc.dtype))
+        else:
+            tl.static_assert(K == 2 * BK)
+            a0 = a_desc.load([row, 0])
+            a1 = a_desc.load([row, BK])
+            for s in tl.range(SHARE, num_stages=STAGES, warp_specialize=WS):
+                col = col0 + s * BN
+                acc = tl.dot(a0, b_desc.load([pid_b * N + col, 0]).T)
+                acc = tl.dot(a1, b_desc.load([pid_b * N + col, BK]).T, acc)
+                c_desc.store([row, col], acc.to(c_desc.dtype))
+    SBN: tl.constexpr = BN // TAIL
+    for sub in range(tl.program_id(0), (units - full) * SHARE * TAIL, NPROG):
+        t = sub // TAIL
+        u = full + t // SHARE
+        pid_b = u // (tiles_m * groups_n)
+        r = u % (tiles_m * groups_n)
+        row = pid_b * M + (r // groups_n) * BM
+        col = (r % groups_n) * BN * SHARE + (t % SHARE) * BN + (sub % TAIL) * SBN
+        acc = tl.zeros((BM, SBN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            acc = tl.dot(a_desc.load([row, k0]), bs_desc.load([pid_b * N + col, k0]).T, acc)
+        cs_desc.store([row, col], acc.to(cs_desc.dtype))
 
 
 def custom_qk() -> None:
@@ -179,21 +214,35 @@ def custom_qk() -> None:
     ref = torch.bmm(q, k.transpose(1, 2))
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
+    # the template's own knobs: BK 32 (more, smaller pipeline stages), a split store with 4 stages
+    for cfg in ((128, 256, 32, 8, 4, True, False), (128, 256, 32, 8, 6, True, False),
+                (128, 256, 64, 8, 4, True, True), (128, 256, 32, 8, 6, True, True)):
+        record("bmm qk", lambda cfg=cfg: bmm.launch_bmm(q, k, True, cfg), ref, nbytes, list(cfg))
     batch, m, n = bsz * heads, seq, seq
-    c = torch.empty(batch, m, n, device="cuda", dtype=q.dtype)
+    c = torch.zeros(batch, m, n, device="cuda", dtype=q.dtype)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for bm, bn, warps, stages, per_sm in ((128, 256, 8, 2, 1), (128, 256, 8, 3, 1), (64, 256, 4, 3, 1),
-                                          (64, 256, 4, 2, 1), (128, 128, 8, 3, 1), (128, 128, 4, 3, 1),
-                                          (64, 128, 4, 3, 2), (128, 128, 8, 2, 2)):
-        def fn(bm=bm, bn=bn, warps=warps, stages=stages, per_sm=per_sm):
-            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, dim])
-            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, dim])
+    # (BM, BN, BK, warps, stages, warp_specialize, SHARE, TAIL)
+    for cfg in ((128, 256, 64, 8, 3, True, 1, 1), (128, 256, 64, 8, 3, True, 1, 8),
+                (128, 256, 64, 8, 3, True, 1, 16), (128, 256, 64, 8, 3, False, 1, 16),
+                (128, 256, 64, 8, 2, True, 2, 16), (128, 256, 64, 8, 2, False, 2, 16),
+                (128, 256, 64, 8, 2, True, 4, 2), (128, 256, 64, 8, 1, False, 2, 16),
+                (128, 128, 64, 8, 3, True, 2, 8), (128, 128, 64, 8, 3, True, 4, 8),
+                (128, 128, 64, 8, 3, True, 4, 8), (128, 128, 64, 8, 3, False, 8, 1)):
+        def fn(cfg=cfg):
+            bm, bn, bk, warps, stages, ws, share, tail = cfg
+            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, bk])
+            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, bk])
             c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
-            nprog = min(batch * (n // bn), sms * per_sm)
-            _qk_colblock[(nprog,)](a_d, b_d, c_d, m, n, dim, BM=bm, BN=bn, STAGES=stages,
-                                   NPROG=nprog, BATCH=batch, num_warps=warps)
+            bs_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn // tail, bk])
+            cs_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn // tail])
+            _bmm_units[(sms,)](a_d, b_d, c_d, bs_d, cs_d, m, n, dim, batch, BM=bm, BN=bn, BK=bk,
+                               NPROG=sms, STAGES=stages, WS=ws, SHARE=share, TAIL=tail,
+                               num_warps=warps)
             return c
-        record("colblock qk", fn, ref, nbytes, [bm, bn, warps, stages, per_sm])
+        record("units qk", fn, ref, nbytes, list(cfg))
+        c.zero_()               # a variant must write every element itself
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default, again")
+    record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, "again")
 
 
 def main() -> None:
@@ -207,9 +256,9 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 13: QKᵀ with a column block of K kept in shared memory while the program walks Q:
-    # each output tile then loads only its BM x K block of Q (0.5-1 byte per byte written,
-    # against 1.5 for the 128x256 tiles that load both operands)
+    # round 16: QKᵀ with the last partial wave of tiles cut into column slices (8 tiles of
+    # 8192 over 132 SMs otherwise run alone), and units of 2-8 column tiles sharing a row block
+    # of Q on chip, each unit assigned to every 132nd program as the default's tiles are
     custom_qk()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
