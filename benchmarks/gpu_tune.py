@@ -245,6 +245,67 @@ def custom_qk() -> None:
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, "again")
 
 
+def _replay_us(fn, flush, reps: int = 60) -> tuple[float, float, float]:
+    """(median, p20, p80) µs of fn captured as a one-call CUDA graph and replayed, with
+    flush() run (untimed) before every replay."""
+    from rooflab.validate.timing import capture
+    g = capture(fn)
+    for _ in range(5):
+        flush()
+        g.replay()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        flush()
+        starts[i].record()
+        g.replay()
+        ends[i].record()
+    torch.cuda.synchronize()
+    t = sorted(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
+    return t[reps // 2], t[reps // 5], t[4 * reps // 5]
+
+
+def flush_study() -> None:
+    """The same kernels timed after three ways of emptying the L2: writing a 256 MB buffer
+    (triton's do_bench: it leaves the L2 full of dirty lines that the timed kernel then has
+    to write back), reading a 256 MB buffer (the L2 then holds clean lines only), and not
+    flushing at all."""
+    from rooflab.validate.kernels import bmm
+    junk = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    junk2 = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
+    sink = torch.empty((), dtype=torch.float32, device="cuda")
+    flushes = {"write": junk.zero_, "read": lambda: torch.sum(junk2, dim=0, out=sink),
+               "write+read": lambda: (junk.zero_(), torch.sum(junk2, dim=0, out=sink)),
+               "none": lambda: None}
+    gib = 1 << 30
+    x = torch.randn(gib // 4, device="cuda")
+    y = torch.empty_like(x)
+    bsz, heads, seq, dim = 2, 32, 2048, 128
+    q, k = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    c = torch.empty(bsz * heads, seq, seq, device="cuda", dtype=torch.bfloat16)
+    qk_bytes = 2 * (q.numel() + k.numel() + c.numel())
+    ln_x = torch.randn(16384, 4096, device="cuda", dtype=torch.bfloat16)
+    ln_w = torch.ones(4096, device="cuda", dtype=torch.bfloat16)
+    kernels = {
+        "copy 1 GiB fp32": (lambda: y.copy_(x), 2 * gib),
+        "write 1 GiB fp32 (fill_)": (lambda: y.fill_(1.0), gib),
+        "read 1 GiB fp32 (sum)": (lambda: torch.sum(x, dim=0, out=sink), gib),
+        "qk bmm.py": (lambda: bmm.launch_bmm(q, k, True), qk_bytes),
+        "qk cublas": (lambda: torch.bmm(q, k.transpose(1, 2), out=c), qk_bytes),
+        "layer_norm 16384x4096 bf16 (torch)": (
+            lambda: torch.nn.functional.layer_norm(ln_x, (4096,), ln_w), 2 * ln_x.numel() * 2),
+    }
+    rows = []
+    for name, (fn, nbytes) in kernels.items():
+        for how, flush in flushes.items():
+            p50, p20, p80 = _replay_us(fn, flush)
+            rows.append({"kernel": name, "flush": how, "us": p50, "p20_us": p20, "p80_us": p80,
+                         "bytes": nbytes, "tb_per_s": nbytes / p50 / 1e6})
+            print(f"{name:36s} {how:11s} {p50:9.1f} us  {nbytes / p50 / 1e6:5.2f} TB/s", flush=True)
+    RESULT["flush_study"] = rows
+    save()
+
+
 def main() -> None:
     props = torch.cuda.get_device_properties(0)
     RESULT["env"] = {"gpu": props.name, "sm_count": props.multi_processor_count,
@@ -256,10 +317,10 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 16: QKᵀ with the last partial wave of tiles cut into column slices (8 tiles of
-    # 8192 over 132 SMs otherwise run alone), and units of 2-8 column tiles sharing a row block
-    # of Q on chip, each unit assigned to every 132nd program as the default's tiles are
-    custom_qk()
+    # round 17: does the L2 flush (a 256 MB write, as triton's do_bench does it) charge its
+    # dirty lines' write-back to the timed kernel? The same kernels after a write flush, a
+    # read flush and none
+    flush_study()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 
