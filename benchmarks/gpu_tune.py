@@ -306,6 +306,116 @@ def flush_study() -> None:
     save()
 
 
+@triton.jit
+def _tile_origin(tile, M: tl.constexpr, N: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                 ORDER: tl.constexpr):
+    # (batch, first row in the flattened [BATCH*M, N] output, first column) of a tile; within a
+    # batch the tiles go row-major (ORDER 0), column-major (1), or in groups of ORDER row
+    # blocks walked column by column (ORDER >= 2, the Triton matmul tutorial's grouping)
+    tiles_m = M // BM
+    tiles_n = N // BN
+    pid_b = tile // (tiles_m * tiles_n)
+    r = tile % (tiles_m * tiles_n)
+    if ORDER == 0:
+        tm = r // tiles_n
+        tn = r % tiles_n
+    elif ORDER == 1:
+        tm = r % tiles_m
+        tn = r // tiles_m
+    else:
+        grp = r // (ORDER * tiles_n)
+        w = r % (ORDER * tiles_n)
+        tm = grp * ORDER + w % ORDER
+        tn = w // ORDER
+    return pid_b, pid_b * M + tm * BM, tn * BN
+
+
+@triton.jit
+def _qk_ordered(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                BATCH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                NPROG: tl.constexpr, STAGES: tl.constexpr, WS: tl.constexpr, ORDER: tl.constexpr):
+    # bmm.py's kernel (TRANS_B) with the tile order as a parameter
+    tiles = (M // BM) * (N // BN) * BATCH
+    for tile in tl.range(tl.program_id(0), tiles, NPROG, flatten=True, warp_specialize=WS,
+                         num_stages=STAGES):
+        pid_b, row, col = _tile_origin(tile, M, N, BM, BN, ORDER)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            acc = tl.dot(a_desc.load([row, k0]), b_desc.load([pid_b * N + col, k0]).T, acc)
+        c_desc.store([row, col], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def _store_tiles(c_desc, M: tl.constexpr, N: tl.constexpr, BATCH: tl.constexpr,
+                 BM: tl.constexpr, BN: tl.constexpr, NPROG: tl.constexpr, ORDER: tl.constexpr):
+    # the QKᵀ kernel's writes alone: every tile filled with its index, through TMA stores
+    tiles = (M // BM) * (N // BN) * BATCH
+    for tile in tl.range(tl.program_id(0), tiles, NPROG, flatten=True):
+        pid_b, row, col = _tile_origin(tile, M, N, BM, BN, ORDER)
+        c_desc.store([row, col], tl.full((BM, BN), 0, tl.int32).to(c_desc.dtype) + (tile % 251).to(c_desc.dtype))
+
+
+def order_study() -> None:
+    """Round 18: which order of output tiles the H200's memory system writes fastest (a
+    store-only kernel), and the QKᵀ kernel in those orders and as 2-CTA clusters."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    batch, m, n, dim = 64, 2048, 2048, 128
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    c = torch.zeros(batch, m, n, device="cuda", dtype=torch.bfloat16)
+    out_bytes = c.numel() * 2
+    rows = []
+    f = torch.empty(out_bytes // 4, device="cuda", dtype=torch.float32)
+    for label, fn, nbytes in (("fill_ fp32, same bytes", lambda: f.fill_(1.0), out_bytes),
+                              ("fill_ bf16", lambda: c.fill_(1.0), out_bytes)):
+        p50 = bench_kernel(fn)[0]
+        rows.append({"label": label, "us": p50 * 1e6, "tb_per_s": nbytes / p50 / 1e12})
+        print(rows[-1], flush=True)
+    for bm, bn, order, per_sm in ((128, 256, 0, 1), (128, 256, 1, 1), (128, 256, 4, 1),
+                                  (256, 128, 0, 1), (128, 128, 0, 1), (128, 128, 0, 2),
+                                  (64, 256, 0, 2), (128, 256, 0, 2)):
+        def fn(bm=bm, bn=bn, order=order, per_sm=per_sm):
+            c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
+            _store_tiles[(sms * per_sm,)](c_d, m, n, batch, BM=bm, BN=bn, NPROG=sms * per_sm,
+                                          ORDER=order, num_warps=8)
+        try:
+            p50 = bench_kernel(fn)[0]
+            rows.append({"label": "store tiles", "config": [bm, bn, order, per_sm],
+                         "us": p50 * 1e6, "tb_per_s": out_bytes / p50 / 1e12})
+        except Exception as e:
+            rows.append({"label": "store tiles", "config": [bm, bn, order, per_sm],
+                         "failed": f"{type(e).__name__}: {str(e)[:200]}"})
+        print(rows[-1], flush=True)
+    RESULT["store_study"] = rows
+    save()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k = (torch.randn(batch, m, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+            for _ in range(2))
+    nbytes = 2 * (q.numel() + k.numel() + c.numel())
+    ref = torch.bmm(q, k.transpose(1, 2))
+    from rooflab.validate.kernels import bmm
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
+    # (BM, BN, warps, stages, warp_specialize, ORDER, num_ctas)
+    for cfg in ((128, 256, 8, 3, True, 0, 1), (128, 256, 8, 3, True, 1, 1),
+                (128, 256, 8, 3, True, 2, 1), (128, 256, 8, 3, True, 4, 1),
+                (128, 256, 8, 3, True, 8, 1), (256, 128, 8, 3, True, 1, 1),
+                (128, 256, 8, 3, False, 0, 2), (128, 256, 8, 3, True, 0, 2),
+                (128, 256, 8, 4, False, 0, 2), (128, 256, 8, 4, False, 1, 2)):
+        def fn(cfg=cfg):
+            bm, bn, warps, stages, ws, order, ctas = cfg
+            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, 64])
+            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, 64])
+            c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
+            nprog = sms // ctas
+            _qk_ordered[(nprog,)](a_d, b_d, c_d, m, n, dim, batch, BM=bm, BN=bn, BK=64,
+                                  NPROG=nprog, STAGES=stages, WS=ws, ORDER=order,
+                                  num_warps=warps, num_ctas=ctas)
+            return c
+        c.zero_()
+        record("ordered qk", fn, ref, nbytes, list(cfg))
+    record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default, again")
+
+
 def main() -> None:
     props = torch.cuda.get_device_properties(0)
     RESULT["env"] = {"gpu": props.name, "sm_count": props.multi_processor_count,
@@ -317,10 +427,9 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 17: does the L2 flush (a 256 MB write, as triton's do_bench does it) charge its
-    # dirty lines' write-back to the timed kernel? The same kernels after a write flush, a
-    # read flush and none
-    flush_study()
+    # round 18: the order in which tiles are written (a store-only kernel), and QKᵀ in those
+    # orders and as clusters of 2 CTAs (num_ctas=2: Triton 3.6 splits the tile, no multicast)
+    order_study()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 
