@@ -355,6 +355,36 @@ def _store_tiles(c_desc, M: tl.constexpr, N: tl.constexpr, BATCH: tl.constexpr,
         c_desc.store([row, col], tl.full((BM, BN), 0, tl.int32).to(c_desc.dtype) + (tile % 251).to(c_desc.dtype))
 
 
+@triton.jit
+def _qk_lagged(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+               BATCH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+               NPROG: tl.constexpr, STAGES: tl.constexpr, ORDER: tl.constexpr,
+               FLAT: tl.constexpr, EARLY: tl.constexpr):
+    # the epilogue one tile behind: a tile's bf16 values are written while the next tile's
+    # MMAs run (one warp group set does both, so without the lag the tensor cores idle while
+    # a tile is converted, staged in shared memory and stored)
+    tiles = (M // BM) * (N // BN) * BATCH
+    pid = tl.program_id(0)
+    prev = tl.zeros((BM, BN), dtype=c_desc.dtype)
+    prev_row = pid * 0
+    prev_col = pid * 0
+    for tile in tl.range(pid, tiles, NPROG, flatten=FLAT, num_stages=STAGES):
+        pid_b, row, col = _tile_origin(tile, M, N, BM, BN, ORDER)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            acc = tl.dot(a_desc.load([row, k0]), b_desc.load([pid_b * N + col, k0]).T, acc)
+            if EARLY:       # right after this tile's first MMA is issued
+                if k0 == 0 and tile != pid:
+                    c_desc.store([prev_row, prev_col], prev)
+        if not EARLY and tile != pid:
+            c_desc.store([prev_row, prev_col], prev)
+        prev = acc.to(c_desc.dtype)
+        prev_row = row
+        prev_col = col
+    if pid < tiles:
+        c_desc.store([prev_row, prev_col], prev)
+
+
 def order_study() -> None:
     """Round 18: which order of output tiles the H200's memory system writes fastest (a
     store-only kernel), and the QKᵀ kernel in those orders and as 2-CTA clusters."""
@@ -416,6 +446,44 @@ def order_study() -> None:
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default, again")
 
 
+def lag_study() -> None:
+    """Round 19: QKᵀ with the epilogue one tile behind, so that a tile's store overlaps the next
+    tile's first MMA (EARLY) or at least its loads."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    from rooflab.validate.kernels import bmm
+    batch, m, n, dim = 64, 2048, 2048, 128
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k = (torch.randn(batch, m, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+            for _ in range(2))
+    c = torch.zeros(batch, m, n, device="cuda", dtype=torch.bfloat16)
+    nbytes = 2 * (q.numel() + k.numel() + c.numel())
+    ref = torch.bmm(q, k.transpose(1, 2))
+    record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True, (128, 256, 64, 8, 2, False, False)), ref,
+           nbytes, [128, 256, 64, 8, 2, False, False])
+    # (BM, BN, warps, stages, ORDER, EARLY, programs per SM)
+    for cfg in ((128, 256, 8, 2, 0, False, 1), (128, 256, 8, 2, 0, True, 1),
+                (128, 256, 8, 2, 2, True, 1), (128, 128, 8, 3, 0, True, 1),
+                (128, 128, 8, 4, 0, True, 1), (128, 128, 8, 4, 2, True, 1),
+                (128, 128, 8, 3, 0, False, 1), (128, 128, 4, 2, 0, True, 2)):
+        def fn(cfg=cfg):
+            bm, bn, warps, stages, order, early, per_sm = cfg
+            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, 64])
+            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, 64])
+            c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
+            nprog = sms * per_sm
+            _qk_lagged[(nprog,)](a_d, b_d, c_d, m, n, dim, batch, BM=bm, BN=bn, BK=64,
+                                 NPROG=nprog, STAGES=stages, ORDER=order, FLAT=True,
+                                 EARLY=early, num_warps=warps)
+            return c
+        c.zero_()
+        record("lagged qk", fn, ref, nbytes, list(cfg))
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default, again")
+    record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, "again")
+
+
 def main() -> None:
     props = torch.cuda.get_device_properties(0)
     RESULT["env"] = {"gpu": props.name, "sm_count": props.multi_processor_count,
@@ -427,9 +495,9 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 18: the order in which tiles are written (a store-only kernel), and QKᵀ in those
-    # orders and as clusters of 2 CTAs (num_ctas=2: Triton 3.6 splits the tile, no multicast)
-    order_study()
+    # round 19: QKᵀ with its epilogue one tile behind (Triton 3.6 does not warp-specialize
+    # bmm.py's loop on Hopper: one set of warps runs MMAs and epilogue in turn)
+    lag_study()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 
