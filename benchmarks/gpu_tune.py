@@ -508,6 +508,65 @@ def stages_study() -> None:
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, "again")
 
 
+@triton.jit
+def _qk_share(a_desc, b_desc, c_desc, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+              BATCH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+              NPROG: tl.constexpr, STAGES: tl.constexpr, SHARE: tl.constexpr):
+    # units of SHARE column tiles of one row block, as _bmm_units, but flattened: Q's row block
+    # is loaded once per unit into registers (a loop-carried value: loading it before the inner
+    # loop fails Triton 3.6's TMA lowering once flattened), so the pipeliner still prefetches K
+    # across units
+    tiles_m = M // BM
+    groups_n = N // (BN * SHARE)
+    units = tiles_m * groups_n * BATCH
+    q0 = tl.zeros((BM, BK), dtype=a_desc.dtype)
+    q1 = tl.zeros((BM, BK), dtype=a_desc.dtype)
+    for u in tl.range(tl.program_id(0), units, NPROG, flatten=True, num_stages=STAGES):
+        pid_b = u // (tiles_m * groups_n)
+        r = u % (tiles_m * groups_n)
+        row = pid_b * M + (r // groups_n) * BM
+        col0 = (r % groups_n) * BN * SHARE
+        for s in range(SHARE):
+            if s == 0:
+                q0 = a_desc.load([row, 0])
+                q1 = a_desc.load([row, BK])
+            col = col0 + s * BN
+            acc = tl.dot(q0, b_desc.load([pid_b * N + col, 0]).T)
+            acc = tl.dot(q1, b_desc.load([pid_b * N + col, BK]).T, acc)
+            c_desc.store([row, col], acc.to(c_desc.dtype))
+
+
+def share_study() -> None:
+    """Round 21: QKᵀ with Q's row block shared by SHARE column tiles in a flattened loop."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+    from rooflab.validate.kernels import bmm
+    batch, m, n, dim = 64, 2048, 2048, 128
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k = (torch.randn(batch, m, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
+            for _ in range(2))
+    c = torch.zeros(batch, m, n, device="cuda", dtype=torch.bfloat16)
+    nbytes = 2 * (q.numel() + k.numel() + c.numel())
+    ref = torch.bmm(q, k.transpose(1, 2))
+    record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
+    # (BM, BN, warps, stages, SHARE)
+    for cfg in ((128, 256, 8, 2, 2), (128, 256, 8, 2, 4), (128, 256, 8, 2, 8),
+                (128, 128, 8, 4, 4), (128, 128, 8, 4, 8), (128, 128, 8, 4, 16),
+                (128, 128, 8, 5, 16)):
+        def fn(cfg=cfg):
+            bm, bn, warps, stages, share = cfg
+            a_d = TensorDescriptor.from_tensor(q.view(batch * m, dim), [bm, 64])
+            b_d = TensorDescriptor.from_tensor(k.view(batch * n, dim), [bn, 64])
+            c_d = TensorDescriptor.from_tensor(c.view(batch * m, n), [bm, bn])
+            _qk_share[(sms,)](a_d, b_d, c_d, m, n, dim, batch, BM=bm, BN=bn, BK=64, NPROG=sms,
+                              STAGES=stages, SHARE=share, num_warps=warps)
+            return c
+        c.zero_()
+        record("shared-Q qk", fn, ref, nbytes, list(cfg))
+    record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default, again")
+
+
 def main() -> None:
     props = torch.cuda.get_device_properties(0)
     RESULT["env"] = {"gpu": props.name, "sm_count": props.multi_processor_count,
@@ -519,9 +578,8 @@ def main() -> None:
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()
 
-    # round 20: bmm.py's kernel with deeper operand pipelines (128x128 tiles, or a half-width
-    # store buffer, leave room for 4-10 stages)
-    stages_study()
+    # round 21: QKᵀ with Q's row block loaded once for SHARE column tiles, flattened
+    share_study()
     RESULT["env"]["wall_s"] = time.time() - T0
     save()
 
