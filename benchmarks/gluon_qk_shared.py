@@ -240,9 +240,44 @@ def check_and_time(out: str | None = None):
                        "triton": triton.__version__, "results": rows}, f, indent=1)
 
 
+def one_case(batch: int, seq: int, share: int, nprog: int, k_slots: int = 3) -> None:
+    """One shape and configuration (share 0: cuBLAS and bmm.py instead), checked against
+    torch.bmm before and after timing, then timed as the suite times kernels. Each case runs in a
+    process of its own (see the module docstring: some configurations fault the GPU)."""
+    from rooflab.validate.kernels import bmm
+    from rooflab.validate.timing import bench_kernel
+    torch.manual_seed(0)
+    q = torch.randn(batch, seq, TILE, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(batch, seq, TILE, device="cuda", dtype=torch.bfloat16)
+    nbytes = 2 * (q.numel() + k.numel() + batch * seq * seq)
+    ref = torch.bmm(q, k.transpose(1, 2))
+
+    def rel(c):
+        torch.cuda.synchronize()
+        return ((c.float() - ref.float()).norm() / ref.float().norm()).item()
+
+    if share == 0:
+        for name, fn in (("cublas", lambda: torch.bmm(q, k.transpose(1, 2))),
+                         ("bmm.py", lambda: bmm.launch_bmm(q, k, True))):
+            p50 = bench_kernel(fn)[0]
+            print(f"{name} B={batch} S={seq}: {p50 * 1e6:.1f} us {nbytes / p50 / 1e12:.2f} TB/s",
+                  flush=True)
+        return
+    fn = lambda: launch_qk_shared(q, k, share, k_slots, nprog)  # noqa: E731
+    err = rel(fn())
+    p50, p20, p80, how = bench_kernel(fn)
+    err_after = rel(fn())
+    print(f"gluon shared-Q B={batch} S={seq} SHARE={share} K_SLOTS={k_slots} nprog={nprog}: "
+          f"err {err:.2e} (after timing {err_after:.2e}) {p50 * 1e6:.1f} us (p20 {p20 * 1e6:.1f}, "
+          f"p80 {p80 * 1e6:.1f}) {nbytes / p50 / 1e12:.2f} TB/s {how}", flush=True)
+
+
 if __name__ == "__main__":
-    if "--gpu" in sys.argv:
-        check_and_time(sys.argv[sys.argv.index("--gpu") + 1] if len(sys.argv) > sys.argv.index("--gpu") + 1 else None)
+    if "--case" in sys.argv:
+        one_case(*[int(x) for x in sys.argv[sys.argv.index("--case") + 1:]])
+    elif "--gpu" in sys.argv:
+        at = sys.argv.index("--gpu") + 1
+        check_and_time(sys.argv[at] if len(sys.argv) > at else None)
     else:
         for share, slots in ((16, 3), (8, 3), (2, 3), (16, 2), (16, 4)):
             compile_check(SHARE=share, K_SLOTS=slots)
