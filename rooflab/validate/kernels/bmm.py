@@ -1,8 +1,10 @@
 """Batched GEMM template: c[b] = a[b] @ b[b] (or a[b] @ b[b]^T), bf16/fp16 in, fp32 accumulation.
 
 A persistent kernel: one program per SM walks the output tiles, loading operands through TMA
-tensor descriptors and writing each tile with a TMA store, with the tile loop flattened and warp
-specialized so that the next tile's loads overlap this tile's store. That overlap is what a
+tensor descriptors and writing each tile with a TMA store, with the tile loop flattened and
+software-pipelined (3 stages of BK) so that the next tile's loads overlap this tile's store
+(the loop asks for warp specialization too, but Triton 3.6 leaves it unspecialized on Hopper:
+its TTGIR has no warp_specialize op; gpu_tune round 19). That overlap is what a
 GEMM with a short K and a large output (attention's QKᵀ over a 128-wide head) lives on: the
 generated one-tile-per-program GEMM reached 2.1 TB/s on such a product on the H200, this kernel
 3.3-3.4 (cuBLAS 3.6; benchmarks/gpu_tune.md, rounds 5-7).
