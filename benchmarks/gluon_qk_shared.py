@@ -213,7 +213,7 @@ def check_and_time(out: str | None = None):
     variants = [("cuBLAS", None, lambda: torch.bmm(q, k.transpose(1, 2))),
                 ("bmm.py default", None, lambda: bmm.launch_bmm(q, k, True))]
     for share, slots in ((16, 3), (8, 3), (4, 3), (2, 3), (16, 2), (16, 4)):
-        variants.append((f"gluon shared-Q", [share, slots],
+        variants.append(("gluon shared-Q", [share, slots],
                          lambda share=share, slots=slots: launch_qk_shared(q, k, share, slots)))
     variants += [("bmm.py default", "again", lambda: bmm.launch_bmm(q, k, True)),
                  ("cuBLAS", "again", lambda: torch.bmm(q, k.transpose(1, 2)))]

@@ -12,8 +12,9 @@ do_bench, median, L2 flushed; with compare=True also launched from Python). Resu
 copy bandwidth measured in the same run, go to $OUT/gpu_tune.json (rewritten after each target)
 and a table to stdout. GPU_TUNE_DEADLINE (seconds, default 480) skips targets that would run past it.
 
-main() holds the latest round's targets only; each earlier round is in the commit that ran it
-(benchmarks/gpu_tune.md lists them, the results are in reports/tuning/).
+main() runs the latest round only. Rounds 1-15 are in the commits that ran them; the QKᵀ studies of
+rounds 16-21 stay below as functions (benchmarks/gpu_tune.md lists every round, the results are in
+reports/tuning/).
 """
 
 from __future__ import annotations
@@ -152,6 +153,16 @@ def record(label: str, fn, ref: torch.Tensor, nbytes: float, config) -> None:
     save()
 
 
+def _qk_problem():
+    """Naive attention's QKᵀ from the suite (B*H = 64, S = 2048, D = 128, bf16): (q, k, the
+    torch.bmm reference, the bytes the kernel must move)."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    q, k = (torch.randn(64, 2048, 128, device="cuda", dtype=torch.bfloat16, generator=gen)
+            for _ in range(2))
+    ref = torch.bmm(q, k.transpose(1, 2))
+    return q, k, ref, 2 * (q.numel() + k.numel() + ref.numel())
+
+
 @triton.jit
 def _bmm_units(a_desc, b_desc, c_desc, bs_desc, cs_desc, M: tl.constexpr, N: tl.constexpr,
                K: tl.constexpr, BATCH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -206,20 +217,15 @@ def _bmm_units(a_desc, b_desc, c_desc, bs_desc, cs_desc, M: tl.constexpr, N: tl.
 def custom_qk() -> None:
     from triton.tools.tensor_descriptor import TensorDescriptor
     from rooflab.validate.kernels import bmm
-    bsz, heads, seq, dim = 2, 32, 2048, 128
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k = (torch.randn(bsz * heads, seq, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-            for _ in range(2))
-    nbytes = 2 * (q.numel() + k.numel() + bsz * heads * seq * seq)
-    ref = torch.bmm(q, k.transpose(1, 2))
+    q, k, ref, nbytes = _qk_problem()
+    (batch, m, dim), n = q.shape, k.shape[1]
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
     # the template's own knobs: BK 32 (more, smaller pipeline stages), a split store with 4 stages
     for cfg in ((128, 256, 32, 8, 4, True, False), (128, 256, 32, 8, 6, True, False),
                 (128, 256, 64, 8, 4, True, True), (128, 256, 32, 8, 6, True, True)):
         record("bmm qk", lambda cfg=cfg: bmm.launch_bmm(q, k, True, cfg), ref, nbytes, list(cfg))
-    batch, m, n = bsz * heads, seq, seq
-    c = torch.zeros(batch, m, n, device="cuda", dtype=q.dtype)
+    c = torch.zeros_like(ref)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     # (BM, BN, BK, warps, stages, warp_specialize, SHARE, TAIL)
     for cfg in ((128, 256, 64, 8, 3, True, 1, 1), (128, 256, 64, 8, 3, True, 1, 8),
@@ -417,11 +423,7 @@ def order_study() -> None:
         print(rows[-1], flush=True)
     RESULT["store_study"] = rows
     save()
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k = (torch.randn(batch, m, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-            for _ in range(2))
-    nbytes = 2 * (q.numel() + k.numel() + c.numel())
-    ref = torch.bmm(q, k.transpose(1, 2))
+    q, k, ref, nbytes = _qk_problem()
     from rooflab.validate.kernels import bmm
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
     # (BM, BN, warps, stages, warp_specialize, ORDER, num_ctas)
@@ -451,14 +453,10 @@ def lag_study() -> None:
     tile's first MMA (EARLY) or at least its loads."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from rooflab.validate.kernels import bmm
-    batch, m, n, dim = 64, 2048, 2048, 128
+    q, k, ref, nbytes = _qk_problem()
+    (batch, m, dim), n = q.shape, k.shape[1]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k = (torch.randn(batch, m, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-            for _ in range(2))
-    c = torch.zeros(batch, m, n, device="cuda", dtype=torch.bfloat16)
-    nbytes = 2 * (q.numel() + k.numel() + c.numel())
-    ref = torch.bmm(q, k.transpose(1, 2))
+    c = torch.zeros_like(ref)
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True, (128, 256, 64, 8, 2, False, False)), ref,
@@ -490,12 +488,7 @@ def stages_study() -> None:
     exposed. Deeper pipelines fit in shared memory with 128x128 tiles, or with a half-width
     store buffer."""
     from rooflab.validate.kernels import bmm
-    batch, m, n, dim = 64, 2048, 2048, 128
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k = (torch.randn(batch, m, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-            for _ in range(2))
-    nbytes = 2 * (q.numel() + k.numel() + batch * m * n)
-    ref = torch.bmm(q, k.transpose(1, 2))
+    q, k, ref, nbytes = _qk_problem()
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
     for cfg in ((128, 128, 64, 8, 3, False, False), (128, 128, 64, 8, 4, False, False),
@@ -540,14 +533,10 @@ def share_study() -> None:
     """Round 21: QKᵀ with Q's row block shared by SHARE column tiles in a flattened loop."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     from rooflab.validate.kernels import bmm
-    batch, m, n, dim = 64, 2048, 2048, 128
+    q, k, ref, nbytes = _qk_problem()
+    (batch, m, dim), n = q.shape, k.shape[1]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    q, k = (torch.randn(batch, m, dim, device="cuda", dtype=torch.bfloat16, generator=gen)
-            for _ in range(2))
-    c = torch.zeros(batch, m, n, device="cuda", dtype=torch.bfloat16)
-    nbytes = 2 * (q.numel() + k.numel() + c.numel())
-    ref = torch.bmm(q, k.transpose(1, 2))
+    c = torch.zeros_like(ref)
     record("cublas qk", lambda: torch.bmm(q, k.transpose(1, 2)), ref, nbytes, None)
     record("bmm qk", lambda: bmm.launch_bmm(q, k, True), ref, nbytes, "default")
     # (BM, BN, warps, stages, SHARE)
