@@ -48,16 +48,27 @@ MAXNREG = 168
 
 @gluon.jit
 def _unit(j, M: gl.constexpr, N: gl.constexpr, SHARE: gl.constexpr, NPROG: gl.constexpr):
-    """(row of the unit's Q block in the [BATCH*M, D] view, first column of its C tiles, row of its
-    first K block in the [BATCH*N, D] view) of local unit j."""
+    """(row of local unit j's Q block in the [BATCH*M, D] view, its column group g, the row of
+    its head's first K block in the [BATCH*N, D] view)."""
     groups: gl.constexpr = N // (128 * SHARE)
     per_batch: gl.constexpr = (M // 128) * groups
     u = gl.program_id(0) + j * NPROG
     b = u // per_batch
     r = u % per_batch
-    row = b * M + (r // groups) * 128
-    col0 = (r % groups) * (128 * SHARE)
-    return row, col0, b * N + col0
+    return b * M + (r // groups) * 128, r % groups, b * N
+
+
+@gluon.jit
+def _tile_col(s, g, N: gl.constexpr, SHARE: gl.constexpr, STRIDED: gl.constexpr):
+    """First column (of C; = row offset in K's head) of tile s of column group g. Contiguous: the
+    group's SHARE tiles side by side. Strided: the group takes pairs of adjacent tiles (one per
+    consumer) at a stride of `groups` pairs, so that the programs sharing a row block write
+    neighbouring pairs at the same time (longer runs of each output row written together)."""
+    if STRIDED:
+        groups: gl.constexpr = N // (128 * SHARE)
+        return (((s // 2) * groups + g) * 2 + s % 2) * 128
+    else:
+        return (g * SHARE + s) * 128
 
 
 @gluon.jit
@@ -71,10 +82,10 @@ def _num_local_units(M: gl.constexpr, N: gl.constexpr, BATCH: gl.constexpr, SHAR
 def _loader(a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, k_ready, k_empty,
             M: gl.constexpr, N: gl.constexpr, BATCH: gl.constexpr, SHARE: gl.constexpr,
             NPROG: gl.constexpr, Q_SLOTS: gl.constexpr, K_SLOTS: gl.constexpr, EPI: gl.constexpr,
-            CID: gl.constexpr):
+            STRIDED: gl.constexpr, CID: gl.constexpr):
     n_units = _num_local_units(M, N, BATCH, SHARE, NPROG)
     for j in range(n_units):
-        row, col0, krow = _unit(j, M, N, SHARE, NPROG)
+        row, g, krow = _unit(j, M, N, SHARE, NPROG)
         qs = j % Q_SLOTS
         mbarrier.wait(q_empty.index(qs), ((j // Q_SLOTS) & 1) ^ 1)
         mbarrier.expect(q_ready.index(qs), a_desc.block_type.nbytes)
@@ -84,7 +95,8 @@ def _loader(a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, k_
             ks = i % K_SLOTS
             mbarrier.wait(k_empty.index(ks), ((i // K_SLOTS) & 1) ^ 1)
             mbarrier.expect(k_ready.index(ks), b_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(b_desc, [krow + s * 128, 0], k_ready.index(ks),
+            tma.async_copy_global_to_shared(b_desc, [krow + _tile_col(s, g, N, SHARE, STRIDED), 0],
+                                            k_ready.index(ks),
                                             k_bufs.index(ks))
 
 
@@ -92,13 +104,13 @@ def _loader(a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, k_
 def _consumer(a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, k_ready, k_empty,
               M: gl.constexpr, N: gl.constexpr, BATCH: gl.constexpr, SHARE: gl.constexpr,
               NPROG: gl.constexpr, Q_SLOTS: gl.constexpr, K_SLOTS: gl.constexpr, EPI: gl.constexpr,
-              CID: gl.constexpr):
+              STRIDED: gl.constexpr, CID: gl.constexpr):
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                          instr_shape=[16, 128, 16])
     zero = gl.zeros([128, 128], gl.float32, acc_layout)
     n_units = _num_local_units(M, N, BATCH, SHARE, NPROG)
     for j in range(n_units):
-        row, col0, krow = _unit(j, M, N, SHARE, NPROG)
+        row, g, krow = _unit(j, M, N, SHARE, NPROG)
         qs = j % Q_SLOTS
         mbarrier.wait(q_ready.index(qs), (j // Q_SLOTS) & 1)
         q_s = q_bufs.index(qs)
@@ -117,7 +129,7 @@ def _consumer(a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, 
             tma.store_wait(EPI - 1)              # the store that last used this buffer is done
             c_smem.store(out)
             fence_async_shared()
-            tma.async_copy_shared_to_global(c_desc, [row, col0 + s * 128], c_smem)
+            tma.async_copy_shared_to_global(c_desc, [row, _tile_col(s, g, N, SHARE, STRIDED)], c_smem)
         mbarrier.arrive(q_empty.index(qs))
     tma.store_wait(0)
 
@@ -125,7 +137,7 @@ def _consumer(a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, 
 @gluon.jit
 def _qk_shared_kernel(a_desc, b_desc, c_desc, M: gl.constexpr, N: gl.constexpr, BATCH: gl.constexpr,
                       SHARE: gl.constexpr, NPROG: gl.constexpr, Q_SLOTS: gl.constexpr,
-                      K_SLOTS: gl.constexpr, EPI: gl.constexpr,
+                      K_SLOTS: gl.constexpr, EPI: gl.constexpr, STRIDED: gl.constexpr,
                       LOADER_REGS: gl.constexpr, CONSUMER_REGS: gl.constexpr):
     dtype: gl.constexpr = a_desc.dtype
     q_bufs = gl.allocate_shared_memory(dtype, [Q_SLOTS] + a_desc.block_type.shape, a_desc.layout)
@@ -147,11 +159,11 @@ def _qk_shared_kernel(a_desc, b_desc, c_desc, M: gl.constexpr, N: gl.constexpr, 
     CID1: gl.constexpr = 1
     gl.warp_specialize([
         (_consumer, (a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, k_ready,
-                     k_empty, M, N, BATCH, SHARE, NPROG, Q_SLOTS, K_SLOTS, EPI, CID0)),
+                     k_empty, M, N, BATCH, SHARE, NPROG, Q_SLOTS, K_SLOTS, EPI, STRIDED, CID0)),
         (_loader, (a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, k_ready,
-                   k_empty, M, N, BATCH, SHARE, NPROG, Q_SLOTS, K_SLOTS, EPI, CID0)),
+                   k_empty, M, N, BATCH, SHARE, NPROG, Q_SLOTS, K_SLOTS, EPI, STRIDED, CID0)),
         (_consumer, (a_desc, b_desc, c_desc, q_bufs, k_bufs, c_bufs, q_ready, q_empty, k_ready,
-                     k_empty, M, N, BATCH, SHARE, NPROG, Q_SLOTS, K_SLOTS, EPI, CID1)),
+                     k_empty, M, N, BATCH, SHARE, NPROG, Q_SLOTS, K_SLOTS, EPI, STRIDED, CID1)),
     ], [1, 4], [LOADER_REGS, CONSUMER_REGS])
 
 
@@ -169,7 +181,8 @@ def smem_tiles(q_slots: int, k_slots: int, epi: int) -> int:
 
 
 def launch_qk_shared(q: torch.Tensor, k: torch.Tensor, share: int = 16, q_slots: int = 2,
-                     k_slots: int = 2, epi: int = 1, nprog: int | None = None) -> torch.Tensor:
+                     k_slots: int = 2, epi: int = 1, strided: int = 0,
+                     nprog: int | None = None) -> torch.Tensor:
     """c [BATCH, M, N] = q [BATCH, M, 128] @ k [BATCH, N, 128]^T, bf16 (supports() must hold;
     k_slots even, so that each K slot belongs to one consumer)."""
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -187,17 +200,18 @@ def launch_qk_shared(q: torch.Tensor, k: torch.Tensor, share: int = 16, q_slots:
     sms = torch.cuda.get_device_properties(q.device).multi_processor_count
     nprog = min(nprog or sms, units)
     _qk_shared_kernel[(nprog,)](a_d, b_d, c_d, m, n, batch, share, nprog, q_slots, k_slots, epi,
-                                LOADER_REGS, CONSUMER_REGS, num_warps=NUM_WARPS, maxnreg=MAXNREG)
+                                strided, LOADER_REGS, CONSUMER_REGS, num_warps=NUM_WARPS, maxnreg=MAXNREG)
     return c
 
 
-CONFIGS = [  # (SHARE, Q_SLOTS, K_SLOTS, EPI)
-    (16, 2, 2, 1), (16, 1, 4, 1), (16, 1, 2, 2), (8, 2, 2, 1), (4, 2, 2, 1), (2, 2, 2, 1),
-    (8, 1, 2, 2), (4, 1, 2, 2),
+CONFIGS = [  # (SHARE, Q_SLOTS, K_SLOTS, EPI, STRIDED)
+    (2, 2, 2, 1, 0), (4, 2, 2, 1, 1), (8, 2, 2, 1, 1), (16, 2, 2, 1, 0), (16, 1, 4, 1, 0),
+    (4, 1, 4, 1, 1),
 ]
 
 
-def compile_check(M=2048, N=2048, BATCH=64, NPROG=132, SHARE=16, Q_SLOTS=2, K_SLOTS=2, EPI=1):
+def compile_check(M=2048, N=2048, BATCH=64, NPROG=132, SHARE=2, Q_SLOTS=2, K_SLOTS=2, EPI=1,
+                  STRIDED=0):
     """Ahead-of-time compile for sm_90 on the CPU; print shared memory bytes."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -205,20 +219,21 @@ def compile_check(M=2048, N=2048, BATCH=64, NPROG=132, SHARE=16, Q_SLOTS=2, K_SL
     desc = f"tensordesc<bf16[{TILE}, {TILE}],{lay!r}>"
     sig = {"a_desc": desc, "b_desc": desc, "c_desc": desc}
     consts = {"M": M, "N": N, "BATCH": BATCH, "SHARE": SHARE, "NPROG": NPROG, "Q_SLOTS": Q_SLOTS,
-              "K_SLOTS": K_SLOTS, "EPI": EPI, "LOADER_REGS": LOADER_REGS,
+              "K_SLOTS": K_SLOTS, "EPI": EPI, "STRIDED": STRIDED, "LOADER_REGS": LOADER_REGS,
               "CONSUMER_REGS": CONSUMER_REGS}
     sig.update({name: "constexpr" for name in consts})
     ck = triton.compile(GluonASTSource(_qk_shared_kernel, sig, constexprs=consts),
                         target=GPUTarget("cuda", 90, 32),
                         options={"num_warps": NUM_WARPS, "maxnreg": MAXNREG})
-    print(f"SHARE={SHARE} Q_SLOTS={Q_SLOTS} K_SLOTS={K_SLOTS} EPI={EPI}: shared memory bytes "
+    print(f"SHARE={SHARE} Q_SLOTS={Q_SLOTS} K_SLOTS={K_SLOTS} EPI={EPI} STRIDED={STRIDED}: "
+          f"shared memory bytes "
           f"{ck.metadata.shared}, wgmma {'wgmma.mma_async' in ck.asm['ptx']}, "
           f"setmaxnreg {'setmaxnreg' in ck.asm['ptx']}")
     return ck
 
 
 def one_case(batch: int, seq: int, share: int, nprog: int, q_slots: int = 2, k_slots: int = 2,
-             epi: int = 1) -> None:
+             epi: int = 1, strided: int = 0) -> None:
     """One shape and configuration (share 0: cuBLAS, bmm.py and the round-14 ping-pong kernel
     instead), checked against torch.bmm before and after timing, then timed as the suite times
     kernels. Each case runs in a process of its own, so that a fault ends that case only."""
@@ -245,12 +260,12 @@ def one_case(batch: int, seq: int, share: int, nprog: int, q_slots: int = 2, k_s
             print(f"{name} B={batch} S={seq}: err {err:.2e} {p50 * 1e6:.1f} us (p20 {p20 * 1e6:.1f}, "
                   f"p80 {p80 * 1e6:.1f}) {nbytes / p50 / 1e12:.2f} TB/s {how}", flush=True)
         return
-    fn = lambda: launch_qk_shared(q, k, share, q_slots, k_slots, epi, nprog)  # noqa: E731
+    fn = lambda: launch_qk_shared(q, k, share, q_slots, k_slots, epi, strided, nprog)  # noqa: E731
     err = rel(fn())
     p50, p20, p80, how = bench_kernel(fn)
     err_after = rel(fn())
     print(f"gluon shared-Q B={batch} S={seq} SHARE={share} Q_SLOTS={q_slots} K_SLOTS={k_slots} "
-          f"EPI={epi} nprog={nprog}: err {err:.2e} (after timing {err_after:.2e}) "
+          f"EPI={epi} STRIDED={strided} nprog={nprog}: err {err:.2e} (after timing {err_after:.2e}) "
           f"{p50 * 1e6:.1f} us (p20 {p20 * 1e6:.1f}, p80 {p80 * 1e6:.1f}) "
           f"{nbytes / p50 / 1e12:.2f} TB/s {how}", flush=True)
 
@@ -259,5 +274,5 @@ if __name__ == "__main__":
     if "--case" in sys.argv:
         one_case(*[int(x) for x in sys.argv[sys.argv.index("--case") + 1:]])
     else:
-        for share, q_slots, k_slots, epi in CONFIGS:
-            compile_check(SHARE=share, Q_SLOTS=q_slots, K_SLOTS=k_slots, EPI=epi)
+        for share, q_slots, k_slots, epi, strided in CONFIGS:
+            compile_check(SHARE=share, Q_SLOTS=q_slots, K_SLOTS=k_slots, EPI=epi, STRIDED=strided)

@@ -11,8 +11,9 @@ log="$OUT/gluon_qk_shared.log"
   git rev-parse HEAD 2>/dev/null; } | tee "$log"
 case_() { timeout 120 python3 benchmarks/gluon_qk_shared.py --case "$@" 2>&1 | grep -v Warning | tail -4 | tee -a "$log"; }
 case_ "$batch" "$seq" 0 0
-for cfg in "16 2 2 1" "16 1 4 1" "16 1 2 2" "8 2 2 1" "4 2 2 1" "2 2 2 1" "8 1 2 2" "4 1 2 2"; do
+# SHARE Q_SLOTS K_SLOTS EPI STRIDED
+for cfg in "2 2 2 1 0" "4 2 2 1 1" "4 2 2 1 0" "8 2 2 1 1" "4 1 4 1 1" "2 2 2 1 0"; do
   set -- $cfg
-  case_ "$batch" "$seq" "$1" 132 "$2" "$3" "$4"
+  case_ "$batch" "$seq" "$1" 132 "$2" "$3" "$4" "$5"
 done
 case_ "$batch" "$seq" 0 0
