@@ -184,9 +184,38 @@ def test_batched_gemms_the_template_tiles_run_on_it():
     g = workload.load_dict(case.workload)
     sched = api.predict_graph(g, H200, "unfused", "graph").schedule
     built = {k.name: codegen.build(sched.graph, k) for k in sched.kernels}
-    assert built["qk"].meta == {"template": "bmm"}           # 2048 x 2048 tiles by 128 x 256
+    assert built["qk"].meta == {"template": "bmm_pingpong"}  # K = 128, b transposed
     assert built["pv"].kind == "gemm"                        # N = 128: the generated GEMM
     assert built["pv"].meta["config"]["BN"] == 128           # the model's tile: no masked half
+
+
+def test_batched_gemm_templates_say_which_shapes_they_take():
+    from rooflab.validate.kernels import templates
+    assert templates.bmm_nt_supports(64, 2048, 2048, 128, "bf16")
+    assert templates.bmm_nt_supports(2, 128, 256, 128, "fp16")
+    assert not templates.bmm_nt_supports(64, 2048, 2048, 64, "bf16")    # one 128-wide MMA step only
+    assert not templates.bmm_nt_supports(64, 2048, 384, 128, "bf16")    # units of 2 x 128 columns
+    assert not templates.bmm_nt_supports(64, 2000, 2048, 128, "bf16")
+    assert not templates.bmm_nt_supports(64, 2048, 2048, 128, "fp32")
+    assert not templates.bmm_nt_supports(1, 2048, 2048, 128, "bf16")     # a plain GEMM: generated
+    # K = 64 with b transposed still runs on bmm.py, which tiles it
+    case = suite.naive_attention(2, 32, 2048, 64)
+    g = workload.load_dict(case.workload)
+    sched = api.predict_graph(g, H200, "unfused", "graph").schedule
+    assert codegen.build(sched.graph, next(k for k in sched.kernels if k.name == "qk")).meta \
+        == {"template": "bmm"}
+
+
+def test_bmm_pingpong_compiles_for_sm90():
+    pytest.importorskip("triton.experimental.gluon")
+    from rooflab.validate.kernels import bmm_pingpong
+    for dtype in ("bf16", "fp16"):
+        ck = bmm_pingpong.compile_sm90(64, 2048, 2048, dtype)
+        assert "cubin" in ck.asm and "wgmma.mma_async" in ck.asm["ptx"]
+        assert ck.metadata.shared <= 227 * 1024
+        assert ck.metadata.shared >= 6 * 32 * 1024      # 2 Q + 2 K slots + 2 epilogue buffers
+    with pytest.raises(ValueError, match="K_SLOTS must be even"):
+        bmm_pingpong.compile_sm90(64, 2048, 2048, k_slots=3)
 
 
 def test_row_config_pipelines_32k_rows_only_where_the_stages_fit():

@@ -1,5 +1,7 @@
 """Map rooflab kernels onto the hand-written Triton templates: FlashAttention (prefill and
-decode, causal, GQA), W4A16 dequant-in-GEMM, the standalone int4 dequantize, and the FP8 GEMM."""
+decode, causal, GQA), W4A16 dequant-in-GEMM, the standalone int4 dequantize, the FP8 GEMM, and
+two batched GEMMs (bmm_pingpong.py for a 128-wide reduction against a transposed operand, such as
+attention's QKᵀ; bmm.py for other batched matmuls it tiles)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,10 @@ def _packed(cache: dict, env: dict, name: str):
 BMM_CONFIG = (128, 256, 64, 8, 3, True, False)
 
 
+# bmm_pingpong.py's (SHARE, Q_SLOTS, K_SLOTS, EPI), chosen on an H200 (gpu_tune.md, round 23)
+BMM_NT_CONFIG = (2, 2, 2, 1)
+
+
 def bmm_supports(batch: int, m: int, n: int, k: int, dtype: str, config: tuple = BMM_CONFIG) -> bool:
     """Whether the batched-GEMM template tiles this problem exactly."""
     bm, bn, bk = config[:3]
@@ -31,9 +37,17 @@ def bmm_supports(batch: int, m: int, n: int, k: int, dtype: str, config: tuple =
             and m % bm == 0 and n % bn == 0 and k % bk == 0)
 
 
+def bmm_nt_supports(batch: int, m: int, n: int, k: int, dtype: str, share: int = BMM_NT_CONFIG[0]) -> bool:
+    """Whether bmm_pingpong.py computes [batch, m, k] @ [batch, n, k]^T: one 128-wide MMA step,
+    128-row blocks, units of `share` 128-column tiles."""
+    return (batch > 1 and dtype in ("bf16", "fp16") and k == 128 and m % 128 == 0
+            and n % (128 * share) == 0 and share % 2 == 0)
+
+
 def batched_gemm(g: Graph, kernel: Kernel, views) -> Built | None:
-    """The batched-GEMM template (bmm.py) for a kernel that is one batched matmul whose shapes
-    it tiles; None otherwise (the generated GEMM then runs it)."""
+    """A batched-GEMM template for a kernel that is one batched matmul whose shapes it tiles:
+    bmm_pingpong.py where the reduction is 128 wide and b is transposed, else bmm.py; None
+    otherwise (the generated GEMM then runs it)."""
     if len(kernel.ops) != 1:
         return None
     mm = g.ops[kernel.ops[0]]
@@ -45,10 +59,19 @@ def batched_gemm(g: Graph, kernel: Kernel, views) -> Built | None:
     m, k = a.shape[-2:]
     n = b.shape[-2] if trans_b else b.shape[-1]
     batch = math.prod(a.shape[:-2])
-    if (len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2]
-            or a.dtype.name != b.dtype.name or not bmm_supports(batch, m, n, k, a.dtype.name)):
+    if len(a.shape) != len(b.shape) or a.shape[:-2] != b.shape[:-2] or a.dtype.name != b.dtype.name:
         return None
     (out,) = escaping(g, kernel, views)
+    if trans_b and bmm_nt_supports(batch, m, n, k, a.dtype.name):
+        def run_nt(env):
+            from rooflab.validate.kernels import bmm_pingpong
+            x, w = env[a_n], env[b_n]
+            c = bmm_pingpong.launch_bmm_nt(x.reshape(batch, m, k), w.reshape(batch, n, k))
+            return {out: c.view(g.tensors[out].shape)}
+        return Built(kernel.name, "template", [a_n, b_n], [out], run_nt, "bmm_pingpong.py",
+                     {"template": "bmm_pingpong"})
+    if not bmm_supports(batch, m, n, k, a.dtype.name):
+        return None
 
     def run(env):
         from rooflab.validate.kernels import bmm
