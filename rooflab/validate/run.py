@@ -150,8 +150,11 @@ def _time_schedule(sc: _Sched, inputs: dict, cp) -> list[ScheduleResult]:
 
 def run_suite(cases: list[Case], hw: Hardware, spec_name: str, command: str,
               out: str | Path | None = None, log=print) -> ValidationFile:
-    """Run every case; skipped cases are logged with their reason. Mismatches abort."""
+    """Run every case; skipped cases are logged with their reason. Mismatches abort. With
+    `out`, the results so far are written after every case, so that a run cut short (a time
+    limit, a lost machine) keeps the cases it finished."""
     results, failures = [], []
+    prov = provenance(command, spec_name)
     for i, case in enumerate(cases, 1):
         log(f"[{i}/{len(cases)}] {case.name}")
         try:
@@ -162,7 +165,9 @@ def run_suite(cases: list[Case], hw: Hardware, spec_name: str, command: str,
             failures.append(f"{case.name}: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
             log(f"  FAILED: {failures[-1]}")
         torch.cuda.empty_cache()
-    vf = ValidationFile(provenance=provenance(command, spec_name), cases=results)
+        if out:
+            ValidationFile(provenance=prov, cases=results).dump(out)
+    vf = ValidationFile(provenance=prov, cases=results)
     if out:
         vf.dump(out)
     if failures:
