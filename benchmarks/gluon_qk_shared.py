@@ -3,7 +3,7 @@ units of SHARE column tiles sharing one block of Q, Q_SLOTS / K_SLOTS / EPI shar
 
     PYTHONPATH=. python3 benchmarks/gluon_qk_shared.py                 # compile each config for sm_90
     benchmarks/gluon_qk_shared.sh [B*H S]                             # time them, one process each
-    PYTHONPATH=. python3 benchmarks/gluon_qk_shared.py --case B*H S SHARE NPROG [Q K EPI]
+    PYTHONPATH=. python3 benchmarks/gluon_qk_shared.py --case B*H S SHARE NPROG [Q K EPI REPEAT]
 
 Rounds 22-23 (benchmarks/gpu_tune.md): with a shared ring of 3 K slots the kernel faulted at full
 size (a consumer could pass a slot's barrier one phase early); with each K slot owned by one
@@ -24,10 +24,11 @@ CONFIGS = [  # (SHARE, Q_SLOTS, K_SLOTS, EPI)
 
 
 def one_case(batch: int, seq: int, share: int, nprog: int, q_slots: int = 2, k_slots: int = 2,
-             epi: int = 1) -> None:
+             epi: int = 1, repeat: int = 1) -> None:
     """One shape and configuration (share 0: cuBLAS, bmm.py and round 14's ping-pong kernel
     instead), checked against torch.bmm before and after timing, then timed as the suite times
-    kernels. Each case runs in a process of its own, so that a fault ends that case only."""
+    kernels, `repeat` times. Each case runs in a process of its own, so that a fault ends that
+    case only."""
     from rooflab.validate.kernels import bmm, bmm_pingpong
     from rooflab.validate.timing import bench_kernel
     torch.manual_seed(0)
@@ -50,13 +51,14 @@ def one_case(batch: int, seq: int, share: int, nprog: int, q_slots: int = 2, k_s
         cases = [(f"bmm_pingpong SHARE={share} Q_SLOTS={q_slots} K_SLOTS={k_slots} EPI={epi} "
                   f"nprog={nprog}", lambda: bmm_pingpong.launch_bmm_nt(
                       q, k, share, q_slots, k_slots, epi, nprog))]
-    for name, fn in cases:
-        err = rel(fn())
-        p50, p20, p80, how = bench_kernel(fn)
-        err_after = rel(fn())
-        print(f"{name} B={batch} S={seq}: err {err:.2e} (after timing {err_after:.2e}) "
-              f"{p50 * 1e6:.1f} us (p20 {p20 * 1e6:.1f}, p80 {p80 * 1e6:.1f}) "
-              f"{nbytes / p50 / 1e12:.2f} TB/s {how}", flush=True)
+    for _ in range(repeat):
+        for name, fn in cases:
+            err = rel(fn())
+            p50, p20, p80, how = bench_kernel(fn)
+            err_after = rel(fn())
+            print(f"{name} B={batch} S={seq}: err {err:.2e} (after timing {err_after:.2e}) "
+                  f"{p50 * 1e6:.1f} us (p20 {p20 * 1e6:.1f}, p80 {p80 * 1e6:.1f}) "
+                  f"{nbytes / p50 / 1e12:.2f} TB/s {how}", flush=True)
 
 
 if __name__ == "__main__":
