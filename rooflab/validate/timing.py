@@ -16,16 +16,22 @@ import torch
 import triton
 
 
+# A steady kernel's p20-p80 spread is a few per cent of its median on the lent H200 (3.5 % at
+# the median over the suite's 198 kernels, 2026-12-03); 10-18 % there came in bursts that hit
+# every kernel of one case at once (reports/validation/h200-2026-12-03-run1.json)
+STEADY_SPREAD = 0.10
+
+
 def bench(fn: Callable[[], object], rep_ms: int = 60, tries: int = 3) -> tuple[float, float, float]:
     """(median, p20, p80) seconds of `fn`, L2 flushed before every run (triton's do_bench). A
-    measurement whose p20-p80 spread exceeds a quarter of its median was disturbed: it is taken
-    again (up to `tries` times) and the steadiest kept."""
+    measurement whose p20-p80 spread exceeds STEADY_SPREAD of its median was disturbed: it is
+    taken again (up to `tries` times) and the steadiest kept."""
     best = None
     for _ in range(tries):
         p50, p20, p80 = triton.testing.do_bench(fn, warmup=10, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
         if best is None or (p80 - p20) / p50 < (best[2] - best[1]) / best[0]:
             best = (p50, p20, p80)
-        if (p80 - p20) <= 0.25 * p50:
+        if (p80 - p20) <= STEADY_SPREAD * p50:
             break
     return best[0] * 1e-3, best[1] * 1e-3, best[2] * 1e-3
 
