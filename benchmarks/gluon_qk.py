@@ -7,7 +7,8 @@ on Hopper (sm_90): c[b] = q[b] @ k[b]^T, bf16 in/out, fp32 accumulation, head di
 Measured on the lent H200 (2026-12-02, commit 84a9454, reports/tuning/h200-2026-12-02-round14-gluon-qk.log):
 exact against torch.bmm; 179.8 us as a one-kernel graph replay at B*H=64, S=2048, against 181.6 for
 rooflab/validate/kernels/bmm.py and 169.8 for cuBLAS. Overlapping the epilogue did not help, so the
-suite keeps bmm.py; this file stays as the record of that experiment.
+suite kept bmm.py then (round 23 moved QKᵀ to rooflab/validate/kernels/bmm_pingpong.py, which shares Q's
+block between two tiles); this file stays as the record of that experiment.
 
 Design (CUTLASS-style "ping-pong" warp specialization, persistent):
   * grid = NPROG programs (one per SM); output tiles of 128x128, tile t -> (batch, m-block, n-block) with
