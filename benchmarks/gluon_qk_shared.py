@@ -25,8 +25,7 @@ CONFIGS = [  # (SHARE, Q_SLOTS, K_SLOTS, EPI)
 
 def one_case(batch: int, seq: int, share: int, nprog: int, q_slots: int = 2, k_slots: int = 2,
              epi: int = 1, repeat: int = 1) -> None:
-    """One shape and configuration (share 0: cuBLAS, bmm.py and round 14's ping-pong kernel
-    instead), checked against torch.bmm before and after timing, then timed as the suite times
+    """One shape and configuration (share 0: cuBLAS and bmm.py instead), checked against torch.bmm before and after timing, then timed as the suite times
     kernels, `repeat` times. Each case runs in a process of its own, so that a fault ends that
     case only."""
     from rooflab.validate.kernels import bmm, bmm_pingpong
@@ -42,11 +41,8 @@ def one_case(batch: int, seq: int, share: int, nprog: int, q_slots: int = 2, k_s
         return ((c.float() - ref.float()).norm() / ref.float().norm()).item()
 
     if share == 0:
-        sys.path.insert(0, __file__.rsplit("/", 1)[0])
-        from gluon_qk import launch_gluon_qk
         cases = [("cublas", lambda: torch.bmm(q, k.transpose(1, 2))),
-                 ("bmm.py", lambda: bmm.launch_bmm(q, k, True)),
-                 ("gluon ping-pong (round 14)", lambda: launch_gluon_qk(q, k))]
+                 ("bmm.py", lambda: bmm.launch_bmm(q, k, True))]
     else:
         cases = [(f"bmm_pingpong SHARE={share} Q_SLOTS={q_slots} K_SLOTS={k_slots} EPI={epi} "
                   f"nprog={nprog}", lambda: bmm_pingpong.launch_bmm_nt(
