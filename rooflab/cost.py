@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from rooflab.graph import Graph
 from rooflab.hardware import Hardware
-from rooflab.ops import OPAQUE_TRAFFIC, RULES, OpCost, Role
+from rooflab.ops import OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_roots
 from rooflab.schedule import Kernel, Schedule
 
 LAUNCH_MODES = ("eager", "graph")
@@ -114,10 +114,7 @@ class _Graphinfo:
 
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.root: dict[str, str] = {}
-        for op in graph.ops:
-            if RULES[op.kind].role is Role.VIEW:
-                self.root[op.outputs[0]] = self.root.get(op.inputs[0], op.inputs[0])
+        self.root = view_roots(graph)
         self.consumers: dict[str, set[int]] = {}
         tensors = graph.tensors
         self.costs: list[OpCost] = []
@@ -125,7 +122,7 @@ class _Graphinfo:
         # and output positions, not names, so one OpCost serves every copy.
         cache: dict[tuple, OpCost] = {}
         for op in graph.ops:
-            if RULES[op.kind].role is not Role.VIEW:   # a view's readers count, not the view
+            if KINDS[op.kind].role is not Role.VIEW:   # a view's readers count, not the view
                 for t in op.inputs:
                     self.consumers.setdefault(self.rt(t), set()).add(len(self.costs))
             ins = [tensors[t] for t in op.inputs]
@@ -134,7 +131,7 @@ class _Graphinfo:
                    *[(t.shape, t.dtype.name) for t in ins + outs], _attrs_key(op.attrs))
             c = cache.get(key)
             if c is None:
-                c = cache[key] = RULES[op.kind].cost(op, ins, outs)
+                c = cache[key] = KINDS[op.kind].cost(op, ins, outs)
             self.costs.append(c)
         self.outputs = {self.rt(t) for t in graph.outputs}
 
@@ -270,7 +267,6 @@ def _causal_fraction(info: _Graphinfo, kernel: Kernel) -> float:
     g = info.graph
     if not any(g.ops[i].kind == "causal_mask" for i in kernel.ops):
         return 1.0
-    from rooflab.ops import attention_pairs
     sq, sk = g.tensors[g.ops[kernel.ops[0]].outputs[0]].shape[-2:]
     return attention_pairs(sq, sk, True) / (sq * sk)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph
 from rooflab.hardware import Hardware
-from rooflab.ops import RULES, Role
+from rooflab.ops import KINDS, Role, view_roots
 
 # Group "anchors": what a kernel is built around. A kernel of only pointwise ops is POINTWISE.
 _ANCHOR_ORDER = (Role.ATTENTION, Role.GEMM, Role.REDUCTION, Role.GATHER, Role.POINTWISE)
@@ -127,11 +127,7 @@ class _View:
     """Looks through view ops: maps every tensor to the tensor whose bytes it names."""
 
     def __init__(self, graph: Graph):
-        self.root: dict[str, str] = {}
-        for op in graph.ops:
-            if RULES[op.kind].role is Role.VIEW:
-                src = op.inputs[0]
-                self.root[op.outputs[0]] = self.root.get(src, src)
+        self.root = view_roots(graph)
 
     def __call__(self, t: str) -> str:
         return self.root.get(t, t)
@@ -141,7 +137,7 @@ class _Grouper:
     def __init__(self, graph: Graph, policy: FusionPolicy, hw: Hardware | None):
         self.g, self.policy, self.hw = graph, policy, hw
         self.view = _View(graph)
-        self.roles = [RULES[op.kind].role for op in graph.ops]
+        self.roles = [KINDS[op.kind].role for op in graph.ops]
         self.producer = {self.view(t): i for i, op in enumerate(graph.ops)
                          if self.roles[i] is not Role.VIEW for t in op.outputs}
         self.group_of: dict[int, int] = {}
@@ -256,9 +252,8 @@ class _Grouper:
     def _row_spills(self, i: int) -> str | None:
         if self.hw is None:
             return None
-        from rooflab.ops import RULES as R
         op = self.g.ops[i]
-        c = R[op.kind].cost(op, [self.g.tensors[t] for t in op.inputs],
+        c = KINDS[op.kind].cost(op, [self.g.tensors[t] for t in op.inputs],
                             [self.g.tensors[t] for t in op.outputs])
         if c.row_bytes > self.hw.smem_per_sm_bytes:
             return (f"{op.name}'s row ({c.row_bytes // 1024} KiB in fp32) does not fit in "
@@ -423,8 +418,8 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         policy = load_policy(policy)
     if not policy.edges and not policy.dequant_prologue and not policy.attention_pattern:
         # one kernel per op, in the graph's (topological) order
-        kernels = tuple(Kernel(op.name, (i,), RULES[op.kind].role) for i, op in enumerate(graph.ops)
-                        if RULES[op.kind].role is not Role.VIEW)
+        kernels = tuple(Kernel(op.name, (i,), KINDS[op.kind].role) for i, op in enumerate(graph.ops)
+                        if KINDS[op.kind].role is not Role.VIEW)
         return Schedule(graph, policy, kernels, (), notes)
     gr = _Grouper(graph, policy, hw)
     order = _topological(gr, gr.run())
@@ -434,7 +429,7 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
     kernels = []
     for gid in order:
         ops = tuple(sorted(gr.groups[gid]))
-        names = {graph.ops[i].name for i in ops}
+        names = [graph.ops[i].name for i in ops]     # in op order: the output is deterministic
         stopped = tuple(s for n in names for s in refusals_by_op.get(n, ()))
         kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped))
     return Schedule(graph, policy, tuple(kernels), tuple(gr.refusals), notes)

@@ -70,26 +70,6 @@ class WorkloadFile(_Strict):
     outputs: list[str] = []
 
 
-# Attributes each kind accepts (beyond kind/name/inputs/outputs/data_dependent).
-_ATTRS_BY_ROLE = {
-    oplib.Role.POINTWISE: {"dtype"},
-    oplib.Role.GATHER: set(),
-    oplib.Role.REDUCTION: {"axis", "keepdim", "dtype", "eps"},
-    oplib.Role.GEMM: {"transpose_a", "transpose_b", "tf32", "dtype", "group_size"},
-    oplib.Role.ATTENTION: {"causal", "scale", "block_m"},
-    oplib.Role.COLLECTIVE: {"world_size", "axis"},
-    oplib.Role.OPAQUE: {"flops", "bytes", "tensor_dtype", "reason"},
-    oplib.Role.VIEW: {"shape", "dims"},
-}
-_EXTRA_ATTRS = {"scale": {"factor"}, "dequantize": {"group_size"}}
-_INT_ATTRS = {"world_size", "flops", "bytes", "group_size", "block_m", "axis"}
-_INT_LIST_ATTRS = {"shape", "dims"}
-
-
-def allowed_attrs(kind: str) -> set[str]:
-    return _ATTRS_BY_ROLE[oplib.role(kind)] | _EXTRA_ATTRS.get(kind, set())
-
-
 def resolve_params(declared: dict[str, int | str], overrides: dict[str, int],
                    doc: Located | None = None) -> dict[str, int]:
     """Parameter values in declaration order, `overrides` (from --set) replacing defaults."""
@@ -217,16 +197,19 @@ class _Builder:
         kind = item.get("kind")
         if kind is None:
             raise _err(self.doc, "op has no `kind`", loc)
-        if kind not in oplib.RULES:
-            raise _err(self.doc, f"unknown op kind '{kind}'" + did_you_mean(kind, oplib.RULES),
+        if not isinstance(kind, str) or kind not in oplib.KINDS:
+            raise _err(self.doc, f"unknown op kind '{kind}'" + did_you_mean(str(kind), oplib.KINDS),
                        loc + ("kind",))
         spec = self._validate(OpSpec, item, loc)
-        allowed = allowed_attrs(kind)
+        allowed = oplib.KINDS[kind].attrs
         for key in spec.model_extra or {}:
             if key not in allowed:
                 raise _err(self.doc, f"{kind} op has no attribute '{key}'"
                            + (f" (it takes: {', '.join(sorted(allowed))})" if allowed else ""),
                            loc + (key,))
+        for key, attr in allowed.items():
+            if attr.required and key not in (spec.model_extra or {}):
+                raise _err(self.doc, f"{kind} needs `{key}:` ({attr.doc})", loc)
         return spec
 
     def _op(self, spec: OpSpec, loc, names: dict[str, str], prefix: str, block: str):
@@ -251,20 +234,15 @@ class _Builder:
             self.produced[g] = len(self.raw_ops)
         attrs = {}
         for key, val in (spec.model_extra or {}).items():
-            attrs[key] = self._attr(key, val, loc + (key,), name)
+            attrs[key] = self._attr(spec.kind, key, val, loc + (key,), name)
         self.raw_ops.append((spec, loc, attrs, name, tuple(ins), outs, block))
 
-    def _attr(self, key, val, loc, op_name):
+    def _attr(self, kind, key, val, loc, op_name):
+        """An attribute's value, type-checked by its kind's schema (expressions evaluated)."""
         try:
-            if key in _INT_ATTRS:
-                return evaluate(val, self.params)
-            if key in _INT_LIST_ATTRS:
-                if not isinstance(val, list):
-                    raise ExprError(f"`{key}` must be a list")
-                return [evaluate(v, self.params) for v in val]
-        except ExprError as e:
+            return oplib.KINDS[kind].attrs[key].check(key, val, lambda v: evaluate(v, self.params))
+        except (ExprError, oplib.AttrError) as e:
             raise _err(self.doc, str(e), loc, place=f"op {op_name}") from None
-        return val
 
     # -- ordering and shapes ----------------------------------------------------------
     def build(self) -> Graph:
@@ -278,7 +256,7 @@ class _Builder:
         infer_cache: dict[tuple, list] = {}
         for idx in order:
             spec, loc, attrs, name, ins, outs, block = self.raw_ops[idx]
-            rule = oplib.RULES[spec.kind]
+            rule = oplib.KINDS[spec.kind]
             lo, hi = rule.arity
             if not lo <= len(ins) <= hi:
                 want = str(lo) if lo == hi else f"{lo} to {hi}"

@@ -39,7 +39,14 @@ def test_fp32_matmul_runs_on_vector_units_unless_tf32(unfused):
     assert (tf32.tensor_flops, tf32.tensor_dtypes) == (2 * 16 * 4 * 8, ("tf32",))
 
 
-@pytest.mark.parametrize("kind,per_elem", sorted(ops.UNARY_FLOPS.items()))
+# FLOPs per element, worked out by hand (rooflab/ops/pointwise.py says why each is what it is)
+UNARY_FLOPS = {"relu": 1, "gelu": 8, "silu": 4, "sigmoid": 3, "tanh": 1, "exp": 1, "neg": 1,
+               "sqrt": 1, "rsqrt": 1, "square": 1, "abs": 1, "scale": 1, "causal_mask": 1,
+               "cast": 0, "copy": 0}
+BINARY_KINDS = ("add", "sub", "mul", "div", "maximum", "minimum")
+
+
+@pytest.mark.parametrize("kind,per_elem", sorted(UNARY_FLOPS.items()))
 def test_unary(unfused, kind, per_elem):
     n = 1000
     got = unfused(f"""
@@ -60,7 +67,7 @@ def test_cast_changes_bytes_written(unfused):
     assert (got.hbm_read_bytes, got.hbm_write_bytes, got.vector_flops) == (4096, 2048, 0)
 
 
-@pytest.mark.parametrize("kind", sorted(ops.BINARY_FLOPS))
+@pytest.mark.parametrize("kind", BINARY_KINDS)
 def test_binary_broadcast_operand_read_once(unfused, kind):
     t, d = 64, 256
     got = unfused(f"""
@@ -289,6 +296,6 @@ def test_every_kind_has_a_test_or_exemption():
     import inspect
     src = inspect.getsource(inspect.getmodule(test_every_kind_has_a_test_or_exemption))
     tested = {k for k in ops.KINDS if f"kind: {k}" in src or f"kind: {{{'kind'}}}" in src}
-    tested |= set(ops.UNARY_FLOPS) | set(ops.BINARY_FLOPS) | {"sum", "mean", "max"}
+    tested |= set(UNARY_FLOPS) | set(BINARY_KINDS) | {"sum", "mean", "max"}
     tested |= {"all_reduce", "all_gather", "reduce_scatter"}
     assert set(ops.KINDS) - tested == set()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 from rooflab import api, workload
 from rooflab.hardware import Hardware
+from rooflab.ops import kernel_op_class
 from rooflab.validate.records import ValidationFile
 
 # The accuracy the validation issue asks for: per-kernel median and 90th-percentile |error|,
@@ -26,22 +27,6 @@ MEDIAN_BAR, P90_BAR, SPEEDUP_BAR = 0.10, 0.25, 0.10
 # ... and that the kernels are good ones: memory-bound kernels moving 256 MB or more reach 80 %
 # of the calibrated copy bandwidth
 MARK_MIN_BYTES, MARK_COPY_FRACTION = 256e6, 0.80
-
-
-def op_class(kinds) -> str:
-    """The op class a kernel is reported under, from the op kinds it holds."""
-    kinds = set(kinds)
-    if kinds & {"qmatmul", "quantize", "dequantize"}:
-        return "quantized"
-    if "attention" in kinds or {"softmax", "matmul"} <= kinds:
-        return "attention"
-    if "matmul" in kinds:
-        return "gemm"
-    if kinds & {"sum", "mean", "max", "softmax", "rmsnorm", "layernorm"}:
-        return "reduction"
-    if "embedding" in kinds:
-        return "gather"
-    return "pointwise"
 
 
 @dataclass(frozen=True)
@@ -63,7 +48,7 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
     for k in pred.kernels:
         busy = max(k.compute_s, k.memory_s, k.link_s)
         kernels[k.name] = busy + hw.min_kernel_s
-        classes[k.name] = op_class(k.kinds)
+        classes[k.name] = kernel_op_class(k.kinds, k.fusion)
         bounds[k.name] = k.bound
         nbytes[k.name] = k.hbm_bytes
     graph_s = pred.totals.time_s - hw.eager_dispatch_s + hw.min_kernel_s - hw.graph_launch_s

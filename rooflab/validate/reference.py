@@ -1,4 +1,5 @@
-"""PyTorch references for every op kind: the ground truth each Triton kernel is checked against.
+"""Runs the PyTorch references of the op kinds (rooflab.ops): the ground truth each Triton kernel
+is checked against.
 
 `run_graph(graph, inputs)` evaluates a whole rooflab graph eagerly and returns every tensor, so
 each kernel of any schedule can be checked on the reference values of its own inputs.
@@ -8,12 +9,12 @@ int8 values in [-8, 7]; fp4/fp6 are not run on the GPU (no kernel path on the H2
 
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.nn.functional as F
 
 from rooflab.graph import Graph, Op
+from rooflab.ops import KINDS, Role
 from rooflab.validate.common import Unsupported, scales_name
 
 TORCH_DTYPES = {
@@ -43,40 +44,6 @@ def random_input(t, device: str, gen: torch.Generator) -> torch.Tensor:
     return x.to(torch_dtype(dt))
 
 
-def _act(kind: str, x: torch.Tensor, op: Op) -> torch.Tensor:
-    if kind == "relu":
-        return torch.relu(x)
-    if kind == "gelu":
-        return F.gelu(x, approximate="tanh")
-    if kind == "silu":
-        return F.silu(x)
-    if kind == "sigmoid":
-        return torch.sigmoid(x)
-    if kind == "tanh":
-        return torch.tanh(x)
-    if kind == "exp":
-        return torch.exp(x)
-    if kind == "neg":
-        return -x
-    if kind == "sqrt":
-        return torch.sqrt(x.abs())
-    if kind == "rsqrt":
-        return torch.rsqrt(x.abs() + 1.0)
-    if kind == "square":
-        return x * x
-    if kind == "abs":
-        return x.abs()
-    if kind == "scale":
-        return x * op.attrs.get("factor", 1.0)
-    if kind in ("cast", "copy"):
-        return x
-    if kind == "causal_mask":
-        sq, sk = x.shape[-2], x.shape[-1]
-        keep = torch.ones(sq, sk, dtype=torch.bool, device=x.device).tril(sk - sq)
-        return x.masked_fill(~keep, float("-inf"))
-    raise Unsupported(f"no reference for {kind}")
-
-
 def make_scales(t, group: int, device: str, gen: torch.Generator) -> torch.Tensor:
     """Random positive bf16 group scales [K // group, N] for int weights [K, N]."""
     k, n = t.shape
@@ -88,75 +55,35 @@ def dequant_int(w: torch.Tensor, scales: torch.Tensor, group: int) -> torch.Tens
     return w.float() * scales.float().repeat_interleave(group, dim=0)[: w.shape[0]]
 
 
+class _Context:
+    """What an op kind's reference may use besides its fp32 inputs (rooflab.ops.OpKind)."""
+    torch = torch
+    F = F
+
+    def __init__(self, op: Op, ins: list[torch.Tensor], graph: Graph, env: dict | None):
+        self.op, self.raw, self.env, self.graph = op, ins, env, graph
+        self.in_dtypes = [graph.tensors[t].dtype for t in op.inputs]
+        self.out_shape = graph.tensors[op.outputs[0]].shape
+
+    def dequant(self, position: int, group: int) -> torch.Tensor:
+        """Input `position` (int weights [K, N]) times its bf16 group scales, in fp32."""
+        scales = self.env[scales_name(self.op.inputs[position])]
+        return dequant_int(self.raw[position], scales, group)
+
+
 def eval_op(op: Op, ins: list[torch.Tensor], graph: Graph, env: dict | None = None
             ) -> list[torch.Tensor]:
-    """Evaluate one op in fp32 (storage dtype on output), as the Triton kernels compute it."""
-    out_t = graph.tensors[op.outputs[0]]
-    kind = op.kind
+    """Evaluate one op in fp32 (storage dtype on output), as the Triton kernels compute it;
+    views return a view of their input."""
+    kind = KINDS[op.kind]
+    if kind.reference is None:
+        raise Unsupported(kind.triton.unsupported or f"no reference for {op.kind}")
+    ctx = _Context(op, ins, graph, env)
+    if kind.role is Role.VIEW:
+        return [kind.reference(op, ins, ctx)]
     f = [x.float() if x.is_floating_point() or x.dtype == torch.int8 else x for x in ins]
-    if kind in ("reshape", "permute"):
-        y = ins[0].reshape(out_t.shape) if kind == "reshape" else ins[0].permute(*op.attrs["dims"])
-        return [y]
-    if kind in ("add", "sub", "mul", "div", "maximum", "minimum"):
-        a, b = f
-        y = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
-             "maximum": torch.maximum, "minimum": torch.minimum}[kind](a, b)
-    elif kind == "rotary":
-        x, cos, sin = f
-        half = x.shape[-1] // 2
-        rot = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-        y = x * cos + rot * sin
-    elif kind in ("sum", "mean", "max"):
-        ax, keep = op.attrs.get("axis", -1), op.attrs.get("keepdim", False)
-        x = f[0]
-        y = x.sum(ax, keep) if kind == "sum" else x.mean(ax, keep) if kind == "mean" else x.amax(ax, keep)
-    elif kind == "softmax":
-        y = torch.softmax(f[0], dim=op.attrs.get("axis", -1))
-    elif kind == "rmsnorm":
-        x = f[0]
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + op.attrs.get("eps", 1e-5))
-        if len(f) > 1:
-            y = y * f[1]
-    elif kind == "layernorm":
-        y = F.layer_norm(f[0], (f[0].shape[-1],), f[1] if len(f) > 1 else None,
-                         f[2] if len(f) > 2 else None, op.attrs.get("eps", 1e-5))
-    elif kind == "matmul":
-        a, b = f
-        if op.attrs.get("transpose_a"):
-            a = a.transpose(-1, -2)
-        if op.attrs.get("transpose_b"):
-            b = b.transpose(-1, -2)
-        y = a @ b
-    elif kind == "qmatmul":
-        x, w = f
-        if not graph.tensors[op.inputs[1]].dtype.is_float:
-            w = dequant_int(ins[1], env[scales_name(op.inputs[1])], op.attrs.get("group_size", 128))
-        if op.attrs.get("transpose_b"):
-            w = w.t()
-        y = x @ w
-    elif kind == "attention":
-        q, k, v = f
-        hq, hkv = q.shape[1], k.shape[1]
-        if hq != hkv:
-            k = k.repeat_interleave(hq // hkv, dim=1)
-            v = v.repeat_interleave(hq // hkv, dim=1)
-        s = (q @ k.transpose(-1, -2)) * op.attrs.get("scale", 1 / math.sqrt(q.shape[-1]))
-        if op.attrs.get("causal", True):
-            sq, sk = s.shape[-2], s.shape[-1]
-            keep = torch.ones(sq, sk, dtype=torch.bool, device=s.device).tril(sk - sq)
-            s = s.masked_fill(~keep, float("-inf"))
-        y = torch.softmax(s, -1) @ v
-    elif kind == "embedding":
-        table, ids = ins
-        y = table.float()[ids.long() % table.shape[0]]
-    elif kind == "dequantize" and "group_size" in op.attrs and not ins[0].is_floating_point():
-        y = dequant_int(ins[0], env[scales_name(op.inputs[0])], op.attrs["group_size"])
-    elif kind in ("quantize", "dequantize"):
-        y = f[0]
-    elif kind in ("all_reduce", "all_gather", "reduce_scatter", "opaque"):
-        raise Unsupported(f"{kind} does not run on one GPU")
-    else:
-        y = _act(kind, f[0], op)
+    y = kind.reference(op, f, ctx)
+    out_t = graph.tensors[op.outputs[0]]
     return [y.to(torch_dtype(out_t.dtype.name)) if out_t.dtype.name != "int4" else y.to(torch.int8)]
 
 
@@ -166,7 +93,7 @@ def run_graph(graph: Graph, inputs: dict[str, torch.Tensor]) -> dict[str, torch.
     for op in graph.ops:
         outs = eval_op(op, [env[t] for t in op.inputs], graph, env)
         for name, val in zip(op.outputs, outs):
-            env[name] = val.contiguous() if op.kind not in ("reshape", "permute") else val
+            env[name] = val.contiguous() if KINDS[op.kind].role is not Role.VIEW else val
     return env
 
 

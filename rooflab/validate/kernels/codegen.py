@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from rooflab.graph import Graph, Tensor
-from rooflab.ops import RULES, Role
+from rooflab.ops import KINDS, Role, view_roots
 from rooflab.schedule import Kernel
 from rooflab.validate.common import Unsupported
 
@@ -53,33 +53,6 @@ def _signature(g: Graph, params: list[str], constexprs: dict) -> dict:
     return sig
 
 
-# Activations cost one special-function op each, as in fast fused kernels: tanh.approx.f32
-# (MUFU.TANH, sm_75 and later, about 2^-11 relative error, far below bf16's) gives GELU (tanh
-# form), sigmoid(x) = (1 + tanh(x/2)) / 2 and SiLU without an exp and a division (two SFU ops).
-# It matters where the activation runs after a row reduction or a GEMM main loop and nothing
-# else hides it. rooflab.ops counts one SFU op for each (UNARY_SFU).
-_TANH = ('tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [{z}], dtype=tl.float32, '
-         'is_pure=True, pack=1)')
-_UNARY = {
-    "relu": "tl.maximum({x}, 0.0)",
-    "gelu": "0.5 * {x} * (1.0 + " + _TANH.format(
-        z="0.7978845608028654 * ({x} + 0.044715 * {x} * {x} * {x})") + ")",
-    "silu": "{x} * (0.5 + 0.5 * " + _TANH.format(z="0.5 * {x}") + ")",
-    "sigmoid": "0.5 + 0.5 * " + _TANH.format(z="0.5 * {x}"),
-    "tanh": _TANH.format(z="{x}"),
-    "exp": "tl.exp({x})",
-    "neg": "-{x}",
-    "sqrt": "tl.sqrt(tl.abs({x}))",
-    "rsqrt": "tl.rsqrt(tl.abs({x}) + 1.0)",
-    "square": "{x} * {x}",
-    "abs": "tl.abs({x})",
-    "copy": "{x}",
-    "dequantize": "{x}",
-}
-_BINARY = {"add": "{a} + {b}", "sub": "{a} - {b}", "mul": "{a} * {b}", "div": "{a} / {b}",
-           "maximum": "tl.maximum({a}, {b})", "minimum": "tl.minimum({a}, {b})"}
-
-
 @dataclass
 class Built:
     """A runnable kernel: reads `inputs` from an environment of tensors, returns `outputs`."""
@@ -94,14 +67,12 @@ class Built:
 
 class _Views:
     def __init__(self, graph: Graph):
-        self.root: dict[str, str] = {}
+        self.root = view_roots(graph)
         self.permuted: set[str] = set()
         for op in graph.ops:
-            if RULES[op.kind].role is Role.VIEW:
-                src = op.inputs[0]
-                self.root[op.outputs[0]] = self.root.get(src, src)
-                if op.kind == "permute" or src in self.permuted:
-                    self.permuted.add(op.outputs[0])
+            if KINDS[op.kind].role is Role.VIEW and (
+                    op.kind == "permute" or op.inputs[0] in self.permuted):
+                self.permuted.add(op.outputs[0])
 
     def __call__(self, t: str) -> str:
         return self.root.get(t, t)
@@ -113,7 +84,7 @@ def escaping(graph: Graph, kernel: Kernel, views: _Views) -> list[str]:
     outs = {views(t) for t in graph.outputs}
     readers: dict[str, set[int]] = {}
     for i, op in enumerate(graph.ops):
-        if RULES[op.kind].role is not Role.VIEW:
+        if KINDS[op.kind].role is not Role.VIEW:
             for t in op.inputs:
                 readers.setdefault(views(t), set()).add(i)
     made = [t for i in kernel.ops for t in graph.ops[i].outputs]
@@ -208,38 +179,40 @@ class _Emitter:
         return var
 
     def pointwise(self, i: int) -> None:
+        """Emit op i of a generated kernel as its kind's Triton hook says."""
         op = self.g.ops[i]
-        out = op.outputs[0]
-        out_dt = self.g.tensors[out].dtype.name
-        if op.kind in _BINARY:
-            a, b = (self.value(t) for t in op.inputs)
-            self.assign(out, _BINARY[op.kind].format(a=a, b=b))
-        elif op.kind == "scale":
-            self.assign(out, f"{self.value(op.inputs[0])} * {float(op.attrs.get('factor', 1.0))!r}")
-        elif op.kind in ("cast", "quantize"):
-            x = self.value(op.inputs[0])
-            if out_dt not in TL_DTYPES:
-                raise Unsupported(f"cast to {out_dt}")
-            if out_dt.startswith("fp8"):
-                lim = 448.0 if out_dt == "fp8_e4m3" else 57344.0
-                x = f"tl.minimum(tl.maximum({x}, -{lim}), {lim})"
-            self.assign(out, f"({x}).to({TL_DTYPES[out_dt]}).to(tl.float32)")
-        elif op.kind == "causal_mask":
-            x = self.value(op.inputs[0])
-            sq, sk = self.g.tensors[out].shape[-2:]
-            f = self.space.flat
-            self.assign(out, f"tl.where(({f}) % {sk} <= (({f}) // {sk}) % {sq} + {sk - sq}, "
-                             f"{x}, float('-inf'))")
-        elif op.kind == "rotary":
-            self._rotary(op)
-        elif op.kind in _UNARY:
+        hook = KINDS[op.kind].triton
+        if hook.emit:
+            getattr(self, "_" + hook.emit)(op)
+        elif hook.expr and KINDS[op.kind].role is Role.POINTWISE:
             if op.kind == "dequantize" and "group_size" in op.attrs:
                 raise Unsupported("grouped dequantize runs through the w4a16 templates")
-            self.assign(out, _UNARY[op.kind].format(x=self.value(op.inputs[0])))
-        elif op.kind == "embedding":
-            self._embedding(op)
+            values = [self.value(t) for t in op.inputs]
+            self.assign(op.outputs[0], hook.expr.format(x=values[0], a=values[0],
+                                                        b=values[-1]))
         else:
             raise Unsupported(f"{op.kind} in a generated pointwise kernel")
+
+    def _scale(self, op) -> None:
+        self.assign(op.outputs[0],
+                    f"{self.value(op.inputs[0])} * {float(op.attrs.get('factor', 1.0))!r}")
+
+    def _cast(self, op) -> None:
+        out_dt = self.g.tensors[op.outputs[0]].dtype.name
+        x = self.value(op.inputs[0])
+        if out_dt not in TL_DTYPES:
+            raise Unsupported(f"cast to {out_dt}")
+        if out_dt.startswith("fp8"):
+            lim = 448.0 if out_dt == "fp8_e4m3" else 57344.0
+            x = f"tl.minimum(tl.maximum({x}, -{lim}), {lim})"
+        self.assign(op.outputs[0], f"({x}).to({TL_DTYPES[out_dt]}).to(tl.float32)")
+
+    def _causal_mask(self, op) -> None:
+        x = self.value(op.inputs[0])
+        sq, sk = self.g.tensors[op.outputs[0]].shape[-2:]
+        f = self.space.flat
+        self.assign(op.outputs[0], f"tl.where(({f}) % {sk} <= (({f}) // {sk}) % {sq} + {sk - sq}, "
+                                   f"{x}, float('-inf'))")
 
     def _rotary(self, op) -> None:
         x_name = self.views(op.inputs[0])
@@ -367,59 +340,6 @@ def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-_REDUCE_CODE = {
-    "sum": ["{y} = tl.sum(tl.where(mask, {x}, 0.0), axis=0)"],
-    "mean": ["{y} = tl.sum(tl.where(mask, {x}, 0.0), axis=0) / {c}"],
-    "max": ["{y} = tl.max(tl.where(mask, {x}, float('-inf')), axis=0)"],
-    "softmax": ["{y}m = tl.max(tl.where(mask, {x}, float('-inf')), axis=0)",
-                "{y}e = tl.where(mask, tl.exp({x} - {y}m), 0.0)",
-                "{y} = {y}e / tl.sum({y}e, axis=0)"],
-    "rmsnorm": ["{y}r = tl.rsqrt(tl.sum(tl.where(mask, {x} * {x}, 0.0), axis=0) / {c} + {eps})",
-                "{y} = {x} * {y}r{w}"],
-    "layernorm": ["{y}m = tl.sum(tl.where(mask, {x}, 0.0), axis=0) / {c}",
-                  "{y}d = tl.where(mask, {x} - {y}m, 0.0)",
-                  "{y}r = tl.rsqrt(tl.sum({y}d * {y}d, axis=0) / {c} + {eps})",
-                  "{y} = {y}d * {y}r{w}{b}"],
-}
-
-
-# Looped form of each reduction, for rows too long to hold in registers: pass 1 streams the
-# row in chunks into per-lane partial statistics ({y}a, {y}s), reduced once after the loop;
-# pass 2 streams the row again (mostly from L2: the rows in flight are a few MB) and writes the
-# elementwise result. (init, accumulate, finish, per element) lines.
-_LOOP_CODE = {
-    "sum": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)"],
-            ["{y}a += tl.where(mask, {x}, 0.0)"], ["{y} = tl.sum({y}a, axis=0)"], []),
-    "mean": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)"],
-             ["{y}a += tl.where(mask, {x}, 0.0)"], ["{y} = tl.sum({y}a, axis=0) / {c}"], []),
-    "max": (["{y}a = tl.full([BLOCK_C], float('-inf'), dtype=tl.float32)"],
-            ["{y}a = tl.maximum({y}a, tl.where(mask, {x}, float('-inf')))"],
-            ["{y} = tl.max({y}a, axis=0)"], []),
-    # online softmax per lane; a finite start keeps exp(old - new) defined for lanes that have
-    # only seen -inf (masked scores)
-    "softmax": (["{y}a = tl.full([BLOCK_C], -3.0e38, dtype=tl.float32)",
-                 "{y}s = tl.zeros([BLOCK_C], dtype=tl.float32)"],
-                ["{y}n = tl.maximum({y}a, tl.where(mask, {x}, float('-inf')))",
-                 "{y}s = {y}s * tl.exp({y}a - {y}n) + tl.where(mask, tl.exp({x} - {y}n), 0.0)",
-                 "{y}a = {y}n"],
-                ["{y}m = tl.max({y}a, axis=0)",
-                 "{y}i = 1.0 / tl.sum({y}s * tl.exp({y}a - {y}m), axis=0)"],
-                ["{y} = tl.exp({x} - {y}m) * {y}i"]),
-    "rmsnorm": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)"],
-                ["{y}a += tl.where(mask, {x} * {x}, 0.0)"],
-                ["{y}r = tl.rsqrt(tl.sum({y}a, axis=0) / {c} + {eps})"],
-                ["{y} = {x} * {y}r{w}"]),
-    # sum and sum of squares in fp32; E[x^2] - mean^2 is exact enough for activations whose mean
-    # is not large against their spread
-    "layernorm": (["{y}a = tl.zeros([BLOCK_C], dtype=tl.float32)",
-                   "{y}s = tl.zeros([BLOCK_C], dtype=tl.float32)"],
-                  ["{y}a += tl.where(mask, {x}, 0.0)", "{y}s += tl.where(mask, {x} * {x}, 0.0)"],
-                  ["{y}m = tl.sum({y}a, axis=0) / {c}",
-                   "{y}r = tl.rsqrt(tl.maximum(tl.sum({y}s, axis=0) / {c} - {y}m * {y}m, 0.0) + {eps})"],
-                  ["{y} = ({x} - {y}m) * {y}r{w}{b}"]),
-}
-
-
 def _evict(line: str, policy: str) -> str:
     return line.replace(", other=0.0)", f", other=0.0, eviction_policy='{policy}')")
 
@@ -453,7 +373,7 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
     reduction's accumulation chunk by chunk (and writes prologue values that escape), the
     statistics are finished after the loop, pass 2 runs the prologue again, the reduction's
     elementwise output and the epilogue, chunk by chunk."""
-    red = next(i for i in kernel.ops if RULES[g.ops[i].kind].role is Role.REDUCTION)
+    red = next(i for i in kernel.ops if KINDS[g.ops[i].kind].role is Role.REDUCTION)
     rop = g.ops[red]
     x_t = g.tensors[views(rop.inputs[0])]
     axis = rop.attrs.get("axis", -1) % len(x_t.shape)
@@ -495,13 +415,13 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
                 em.store(t)
 
     if not loop:
-        em.lines += lines(_REDUCE_CODE[rop.kind])
+        em.lines += lines(KINDS[rop.kind].triton.row)
         epilogue_and_stores(set())
         body = ("    cols = tl.arange(0, BLOCK_C)\n"
                 f"    mask = cols < {c}\n"
                 f"    flat = row * {c} + cols\n" + _indent(em.lines))
     else:
-        init, acc, fin, elem = _LOOP_CODE[rop.kind]
+        init, acc, fin, elem = KINDS[rop.kind].triton.loop
         em.lines = []
         for t in outs:                    # prologue values that escape are written in pass 1
             if views(t) in made_before:
@@ -667,7 +587,7 @@ def build(g: Graph, kernel: Kernel, config: dict | None = None) -> Built:
     sweeps, benchmarks/gpu_tune.py); by default it is `row_config` / `gemm_config`."""
     views = _Views(g)
     kinds = [g.ops[i].kind for i in kernel.ops]
-    roles = {RULES[k].role for k in kinds}
+    roles = {KINDS[k].role for k in kinds}
     if roles & {Role.COLLECTIVE, Role.OPAQUE}:
         raise Unsupported(f"{'/'.join(kinds)} does not run on one GPU")
     if kernel.fusion == "attention" or "attention" in kinds or "qmatmul" in kinds or (

@@ -1,0 +1,84 @@
+"""The fused attention op kind: softmax(q kᵀ * scale [+ causal mask]) v, GQA and decode."""
+
+from __future__ import annotations
+
+import math
+
+from rooflab.ops.base import (Attr, OpCost, OpKind, Role, ShapeError, TritonHook,
+                              read_write_once, register)
+from rooflab.ops.gemm import gemm_family
+
+
+def attention_pairs(sq: int, sk: int, causal: bool) -> int:
+    """Query-key pairs scored. Causal queries are the last `sq` of `sk` positions, so query i
+    sees sk - sq + i + 1 keys."""
+    if not causal:
+        return sq * sk
+    return sq * (sk - sq) + sq * (sq + 1) // 2
+
+
+def _infer(op, ins):
+    q, k, v = ins
+    for t in ins:
+        if len(t.shape) != 4:
+            raise ShapeError(f"attention wants 4-D [B, H, S, D] tensors, {t.name} is "
+                             f"{list(t.shape)}")
+    b, hq, sq, d = q.shape
+    if k.shape[0] != b or v.shape[0] != b:
+        raise ShapeError(f"batch differs: q {b}, k {k.shape[0]}, v {v.shape[0]}")
+    if k.shape[1] != v.shape[1] or k.shape[2] != v.shape[2]:
+        raise ShapeError(f"k {list(k.shape)} and v {list(v.shape)} must share heads and length")
+    if hq % k.shape[1]:
+        raise ShapeError(f"query heads {hq} not a multiple of key/value heads {k.shape[1]}")
+    if k.shape[3] != d:
+        raise ShapeError(f"q head dim {d} differs from k head dim {k.shape[3]}")
+    if op.attrs.get("causal", True) and sq > k.shape[2]:
+        raise ShapeError(f"causal attention with more queries ({sq}) than keys ({k.shape[2]})")
+    gemm_family(q.dtype, k.dtype, op)
+    return [((b, hq, sq, v.shape[3]), q.dtype)]
+
+
+def _cost(op, ins, outs):
+    q, k, v = ins
+    b, hq, sq, d = q.shape
+    hkv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
+    pairs = attention_pairs(sq, sk, op.attrs.get("causal", True))
+    fam = gemm_family(q.dtype, k.dtype, op)
+    q_blocks = -(-sq // op.attrs.get("block_m", 128))
+    passes = (hq // hkv) * q_blocks           # times each K/V byte reaches an SM
+    # causal block skipping lets later blocks skip keys: reread traffic is scaled by the
+    # fraction of pairs scored
+    reread = (k.nbytes + v.nbytes) * (passes - 1) * pairs // (sq * sk)
+    reads, writes = read_write_once(ins, outs)
+    flops = 2 * b * hq * pairs * (d + dv)
+    return OpCost(tensor_flops=flops if fam else 0, tensor_dtype=fam,
+                  vector_flops=5 * b * hq * pairs + (0 if fam else flops),
+                  reads=reads, writes=writes, reread_bytes=reread, sfu_ops=b * hq * pairs)
+
+
+def _reference(op, xs, c):
+    q, k, v = xs
+    hq, hkv = q.shape[1], k.shape[1]
+    if hq != hkv:
+        k = k.repeat_interleave(hq // hkv, dim=1)
+        v = v.repeat_interleave(hq // hkv, dim=1)
+    s = (q @ k.transpose(-1, -2)) * op.attrs.get("scale", 1 / math.sqrt(q.shape[-1]))
+    if op.attrs.get("causal", True):
+        sq, sk = s.shape[-2], s.shape[-1]
+        keep = c.torch.ones(sq, sk, dtype=c.torch.bool, device=s.device).tril(sk - sq)
+        s = s.masked_fill(~keep, float("-inf"))
+    return c.torch.softmax(s, -1) @ v
+
+
+register(OpKind(
+    "attention", Role.ATTENTION, "attention", (3, 3),
+    "Fused attention softmax(q kᵀ * scale [+ causal mask]) v with q [B, Hq, Sq, D], "
+    "k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv]; GQA when Hkv divides Hq; `causal` default true "
+    "(block skipping assumed). Tensor FLOPs 2*B*Hq*pairs*(D+Dv); vector 5 per score. "
+    "K/V are read from HBM once; each query block of each query head streams them again "
+    "through L2 (counted as reread bytes, `block_m` default 128).",
+    _infer, _cost,
+    {"causal": Attr("bool", "mask keys after each (end-aligned) query; default true"),
+     "scale": Attr("float", "score scale (default 1/sqrt(D))"),
+     "block_m": Attr("int", "queries per program (default 128)", min=1)},
+    _reference, TritonHook(template="attention")))
