@@ -91,13 +91,13 @@ def _events_ms(fn, iters: int) -> float:
 def _triton_gemm_tflops(hw: Hardware, n: int) -> float:
     """bf16 TFLOP/s of the validation suite's generated Triton GEMM (codegen) on an n³ matmul."""
     from rooflab import api, workload
-    from rooflab.validate.kernels import codegen
+    from rooflab.validate.kernels import route
     bf16 = {"shape": [n, n], "dtype": "bf16"}
     g = workload.load_dict({"name": "calibrate_gemm", "tensors": {"a": bf16, "b": bf16},
                             "ops": [{"kind": "matmul", "name": "mm", "inputs": ["a", "b"],
                                      "outputs": ["c"]}]})
     sched = api.predict_graph(g, hw, "unfused", "graph").schedule
-    built = codegen.build(sched.graph, sched.kernels[0])
+    built = route.build(sched.graph, sched.kernels[0])
     env = {t: torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for t in built.inputs}
     return 2 * n ** 3 / bench_kernel(lambda: built.run(env))[0] / 1e12
 
