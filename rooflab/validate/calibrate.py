@@ -15,7 +15,7 @@ Measured (all on random data, medians of many runs, CUDA events):
   copy_curve          Triton copy bandwidth from 8 MB to 2 GB moved: the size-aware HBM curve
   write_tb_per_s      write-only stream of 1 GiB (Triton store loop or fill_, the better); in
                       the raw figures only: on the H200 writes alone run faster than a copy, so
-                      a write-heavy kernel is not bound by them (benchmarks/gpu_tune.md, round 12)
+                      a write-heavy kernel is not bound by them (lab/gpu_tune.md)
   dequant_gweights_per_s  int4 weights the W4A16 kernel dequantizes per second (M=16, K=N=16384)
   attention           the FlashAttention kernel at B=4, H=32, S=8192, D=128, non-causal: the
                       tensor efficiency its matmuls reach beside its exponentials
