@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Calibrate the GPU and run the validation suite on it; results land in $OUT (device tool) or ./out.
+# The product's accuracy benchmark: calibrate the GPU and run the validation suite on it (the
+# committed runs in reports/validation/ come from it); results land in $OUT (device tool) or ./out.
 # Usage (on the GPU machine, from the repo root):  benchmarks/gpu_validate.sh [--cases TEXT]
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"

@@ -14,7 +14,7 @@ from rooflab import api, hardware, workload
 from rooflab.cli import app
 from rooflab.validate import accuracy, records, suite
 from rooflab.validate.common import Unsupported
-from rooflab.validate.kernels import codegen
+from rooflab.validate.kernels import codegen, configs, route
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -48,7 +48,7 @@ def test_suite_spans_op_classes_sizes_and_schedules():
 def test_every_kernel_is_generated_or_templated():
     kinds = {}
     for case, s, g, k in _kernels():
-        b = codegen.build(g, k)            # raises Unsupported if a suite kernel has no kernel
+        b = route.build(g, k)            # raises Unsupported if a suite kernel has no kernel
         kinds[b.kind] = kinds.get(b.kind, 0) + 1
         if b.kind != "template":
             ast.parse(b.source)
@@ -61,7 +61,7 @@ def test_unsupported_patterns_say_why():
                                     {"kind": "relu", "name": "r", "inputs": ["y"], "outputs": ["z"]}]})
     k = api.predict_graph(g, H200).schedule.kernels[0]
     with pytest.raises(Unsupported, match="permuted view"):
-        codegen.build(g, k)
+        route.build(g, k)
 
 
 def test_generated_kernels_compile_for_sm90():
@@ -69,7 +69,7 @@ def test_generated_kernels_compile_for_sm90():
     from triton.backends.compiler import GPUTarget
     seen = set()
     for case, s, g, k in _kernels():
-        b = codegen.build(g, k)
+        b = route.build(g, k)
         if b.kind == "template" or b.source in seen:
             continue
         seen.add(b.source)
@@ -183,26 +183,25 @@ def test_batched_gemms_the_template_tiles_run_on_it():
     case = suite.naive_attention(2, 32, 2048)
     g = workload.load_dict(case.workload)
     sched = api.predict_graph(g, H200, "unfused", "graph").schedule
-    built = {k.name: codegen.build(sched.graph, k) for k in sched.kernels}
+    built = {k.name: route.build(sched.graph, k) for k in sched.kernels}
     assert built["qk"].meta == {"template": "bmm_pingpong"}  # K = 128, b transposed
     assert built["pv"].kind == "gemm"                        # N = 128: the generated GEMM
     assert built["pv"].meta["config"]["BN"] == 128           # the model's tile: no masked half
 
 
 def test_batched_gemm_templates_say_which_shapes_they_take():
-    from rooflab.validate.kernels import templates
-    assert templates.bmm_nt_supports(64, 2048, 2048, 128, "bf16")
-    assert templates.bmm_nt_supports(2, 128, 256, 128, "fp16")
-    assert not templates.bmm_nt_supports(64, 2048, 2048, 64, "bf16")    # one 128-wide MMA step only
-    assert not templates.bmm_nt_supports(64, 2048, 384, 128, "bf16")    # units of 2 x 128 columns
-    assert not templates.bmm_nt_supports(64, 2000, 2048, 128, "bf16")
-    assert not templates.bmm_nt_supports(64, 2048, 2048, 128, "fp32")
-    assert not templates.bmm_nt_supports(1, 2048, 2048, 128, "bf16")     # a plain GEMM: generated
+    assert configs.bmm_nt_supports(64, 2048, 2048, 128, "bf16")
+    assert configs.bmm_nt_supports(2, 128, 256, 128, "fp16")
+    assert not configs.bmm_nt_supports(64, 2048, 2048, 64, "bf16")    # one 128-wide MMA step only
+    assert not configs.bmm_nt_supports(64, 2048, 384, 128, "bf16")    # units of 2 x 128 columns
+    assert not configs.bmm_nt_supports(64, 2000, 2048, 128, "bf16")
+    assert not configs.bmm_nt_supports(64, 2048, 2048, 128, "fp32")
+    assert not configs.bmm_nt_supports(1, 2048, 2048, 128, "bf16")     # a plain GEMM: generated
     # K = 64 with b transposed still runs on bmm.py, which tiles it
     case = suite.naive_attention(2, 32, 2048, 64)
     g = workload.load_dict(case.workload)
     sched = api.predict_graph(g, H200, "unfused", "graph").schedule
-    assert codegen.build(sched.graph, next(k for k in sched.kernels if k.name == "qk")).meta \
+    assert route.build(sched.graph, next(k for k in sched.kernels if k.name == "qk")).meta \
         == {"template": "bmm"}
 
 
@@ -219,31 +218,31 @@ def test_bmm_pingpong_compiles_for_sm90():
 
 
 def test_row_config_pipelines_32k_rows_only_where_the_stages_fit():
-    assert codegen.row_config(4096) == {"loop": False, "BLOCK_C": 4096, "num_warps": 4}
-    assert codegen.row_config(16384)["num_warps"] == 16 and "persistent" not in codegen.row_config(16384)
+    assert configs.row_config(4096) == {"loop": False, "BLOCK_C": 4096, "num_warps": 4}
+    assert configs.row_config(16384)["num_warps"] == 16 and "persistent" not in configs.row_config(16384)
     # one bf16 input: 3 stages x 64 KB fit; two (residual add + norm) or fp32 would not
-    assert codegen.row_config(32768) == {"loop": False, "BLOCK_C": 32768, "num_warps": 16,
+    assert configs.row_config(32768) == {"loop": False, "BLOCK_C": 32768, "num_warps": 16,
                                          "persistent": True, "num_stages": 3}
-    assert codegen.row_config(20000)["persistent"]
-    assert "persistent" not in codegen.row_config(32768, in_bytes_per_col=4)
-    assert codegen.row_config(128256)["loop"] and "persistent" not in codegen.row_config(128256)
+    assert configs.row_config(20000)["persistent"]
+    assert "persistent" not in configs.row_config(32768, in_bytes_per_col=4)
+    assert configs.row_config(128256)["loop"] and "persistent" not in configs.row_config(128256)
     case = suite.scale_softmax(4096, 32768)
     g = workload.load_dict(case.workload)
     sched = api.predict_graph(g, H200, "fused", "graph").schedule
-    b = codegen.build(sched.graph, sched.kernels[0])
+    b = route.build(sched.graph, sched.kernels[0])
     assert "for r in tl.range(tl.program_id(0), 4096, NPROG, num_stages=3):" in b.source
     assert b.meta["constexprs"] == {"BLOCK_C": 32768, "NPROG": 132}
     case = suite.add_rmsnorm(1024, 32768)              # x and the residual: 6 x 64 KB would not fit
     g = workload.load_dict(case.workload)
     sched = api.predict_graph(g, H200, "fused", "graph").schedule
-    assert "persistent" not in codegen.build(sched.graph, sched.kernels[0]).meta["config"]
+    assert "persistent" not in route.build(sched.graph, sched.kernels[0]).meta["config"]
 
 
 _LOOPED_CHECK = """
 import torch
 from rooflab import api, hardware, workload
 from rooflab.validate import reference, suite
-from rooflab.validate.kernels import codegen
+from rooflab.validate.kernels import route
 H200 = hardware.load("h200")
 cases = [(suite.naive_attention(1, 2, 64, 32), "unfused"),  # softmax over causally masked rows
          (suite.add_rmsnorm(3, 256), "fused"),                # a prologue value escapes in pass 1
@@ -258,9 +257,9 @@ for case, schedule in cases:
                                   for n, t in g.tensors.items() if n not in made})
     sched = api.predict_graph(g, H200, schedule, "graph").schedule
     for k in sched.kernels:
-        if codegen.build(sched.graph, k).kind != "row":
+        if route.build(sched.graph, k).kind != "row":
             continue
-        b = codegen.build(sched.graph, k, {"loop": True, "BLOCK_C": 16, "num_warps": 4, "evict": True})
+        b = route.build(sched.graph, k, {"loop": True, "BLOCK_C": 16, "num_warps": 4, "evict": True})
         assert "for c0 in range(" in b.source
         for t, val in b.run({t: ref[t] for t in b.inputs}).items():
             err = reference.rel_error(val, ref[t])

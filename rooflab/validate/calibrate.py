@@ -15,7 +15,7 @@ Measured (all on random data, medians of many runs, CUDA events):
   copy_curve          Triton copy bandwidth from 8 MB to 2 GB moved: the size-aware HBM curve
   write_tb_per_s      write-only stream of 1 GiB (Triton store loop or fill_, the better); in
                       the raw figures only: on the H200 writes alone run faster than a copy, so
-                      a write-heavy kernel is not bound by them (benchmarks/gpu_tune.md, round 12)
+                      a write-heavy kernel is not bound by them (lab/gpu_tune.md)
   dequant_gweights_per_s  int4 weights the W4A16 kernel dequantizes per second (M=16, K=N=16384)
   attention           the FlashAttention kernel at B=4, H=32, S=8192, D=128, non-causal: the
                       tensor efficiency its matmuls reach beside its exponentials
@@ -91,13 +91,13 @@ def _events_ms(fn, iters: int) -> float:
 def _triton_gemm_tflops(hw: Hardware, n: int) -> float:
     """bf16 TFLOP/s of the validation suite's generated Triton GEMM (codegen) on an n³ matmul."""
     from rooflab import api, workload
-    from rooflab.validate.kernels import codegen
+    from rooflab.validate.kernels import route
     bf16 = {"shape": [n, n], "dtype": "bf16"}
     g = workload.load_dict({"name": "calibrate_gemm", "tensors": {"a": bf16, "b": bf16},
                             "ops": [{"kind": "matmul", "name": "mm", "inputs": ["a", "b"],
                                      "outputs": ["c"]}]})
     sched = api.predict_graph(g, hw, "unfused", "graph").schedule
-    built = codegen.build(sched.graph, sched.kernels[0])
+    built = route.build(sched.graph, sched.kernels[0])
     env = {t: torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for t in built.inputs}
     return 2 * n ** 3 / bench_kernel(lambda: built.run(env))[0] / 1e12
 

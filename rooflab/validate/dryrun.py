@@ -6,7 +6,7 @@ from __future__ import annotations
 from rooflab import api, workload
 from rooflab.hardware import Hardware
 from rooflab.validate.common import Unsupported
-from rooflab.validate.kernels import codegen
+from rooflab.validate.kernels import route
 from rooflab.validate.suite import Case
 
 SCHEDULES = ("unfused", "fused")
@@ -20,7 +20,7 @@ def dry_run(cases: list[Case], hw: Hardware, write=print) -> None:
             pred = api.predict_graph(graph, hw, s, "graph")
             for k in pred.schedule.kernels:
                 try:
-                    b = codegen.build(pred.schedule.graph, k)
+                    b = route.build(pred.schedule.graph, k)
                     src = b.source if b.kind != "template" else f"# template: {b.source} ({b.meta})\n"
                 except Unsupported as e:
                     src = f"# skipped: {e}\n"

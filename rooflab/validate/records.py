@@ -44,7 +44,7 @@ class KernelResult(_Rec):
     measured_p20_s: float
     measured_p80_s: float
     timing: str = "eager"         # graph: replayed as a one-kernel CUDA graph; eager: launched
-                                  #   from Python (the 2026-12-02 14:45 run timed all kernels so)
+                                  #   from Python (the default: files without the field timed so)
     bound: str                    # predicted bound
     max_rel_error: float          # output check against the PyTorch reference
 

@@ -23,7 +23,7 @@ import triton
 from rooflab import api, workload
 from rooflab.hardware import Hardware
 from rooflab.validate import accuracy
-from rooflab.validate.kernels import codegen
+from rooflab.validate.kernels import route
 from rooflab.validate.records import (CaseResult, KernelResult, Provenance, ScheduleResult,
                                       ValidationFile)
 from rooflab.validate.common import Unsupported
@@ -95,7 +95,7 @@ def run_case(case: Case, hw: Hardware, seed: int = 0, log=print) -> CaseResult:
         pred = api.predict_graph(graph, hw, s, "graph")
         if pred.notes:
             raise Unsupported("; ".join(pred.notes))
-        scheds.append(_Sched(s, [codegen.build(pred.schedule.graph, k) for k in pred.schedule.kernels], pred))
+        scheds.append(_Sched(s, [route.build(pred.schedule.graph, k) for k in pred.schedule.kernels], pred))
     inputs = _inputs(graph, seed)
     ref = run_graph(graph, inputs)
     kernels: dict[str, list[KernelResult]] = {}

@@ -4,7 +4,7 @@ A kernel is timed as a one-node CUDA graph replayed after an L2 flush (`bench_ke
 measurement is then the GPU's time for the kernel, whatever the host spends launching it. Timing
 the Python launch itself (`bench`) is only right while the host keeps ahead of the GPU, and a
 Triton launch from Python costs 25-30 µs of host time on the lent H200 machine, about as long
-as the flush that is meant to hide it (benchmarks/gpu_tune.md): short kernels then measured
+as the flush that is meant to hide it (lab/gpu_tune.md): short kernels then measured
 2-8x their GPU time, and unsteadily.
 """
 
@@ -17,8 +17,8 @@ import triton
 
 
 # A steady kernel's p20-p80 spread is a few per cent of its median on the lent H200 (3.5 % at
-# the median over the suite's 198 kernels, 2026-12-03); 10-18 % there came in bursts that hit
-# every kernel of one case at once (reports/validation/h200-2026-12-03-run1.json)
+# the median over the suite's 198 kernels); spreads of 10-18 % come in bursts that hit every
+# kernel of one case at once (reports/validation/h200-2026-12-03-run1.json has one)
 STEADY_SPREAD = 0.10
 
 

@@ -32,20 +32,12 @@ import torch
 import triton
 import triton.language as tl
 
+from rooflab.validate.kernels.configs import DECODE_CONFIG, FLASH_CONFIGS
+
 LOG2E = 1.4426950408889634
 
-# Default launch configurations, chosen on an H200 (benchmarks/gpu_kernels.md has the sweep).
-# (BLOCK_M, BLOCK_N, num_warps, num_stages), keyed by (head_dim, causal).
-FLASH_CONFIGS = {
-    (64, False): (128, 64, 8, 4),
-    (64, True): (128, 64, 8, 3),
-    (128, False): (128, 128, 8, 3),
-    (128, True): (128, 64, 8, 3),
-}
-# (BLOCK_N, num_warps, num_stages) for the decode split kernel.
-DECODE_CONFIG = (64, 4, 3)
 
-# The last compiled kernel launched by each launch_* (registers, spills, PTX for the notes).
+# The last compiled kernel launched by each launch_* (registers, spills, PTX), for inspection.
 LAST_COMPILED: dict = {}
 
 

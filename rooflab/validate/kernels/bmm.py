@@ -4,12 +4,12 @@ A persistent kernel: one program per SM walks the output tiles, loading operands
 tensor descriptors and writing each tile with a TMA store, with the tile loop flattened and
 software-pipelined (3 stages of BK) so that the next tile's loads overlap this tile's store
 (the loop asks for warp specialization too, but Triton 3.6 leaves it unspecialized on Hopper:
-its TTGIR has no warp_specialize op; gpu_tune round 19). That overlap is what a
-GEMM with a short K and a large output (attention's QKᵀ over a 128-wide head) lives on: the
-generated one-tile-per-program GEMM reached 2.1 TB/s on such a product on the H200, this kernel
-3.3-3.4 (cuBLAS 3.6; benchmarks/gpu_tune.md, rounds 5-7).
+its TTGIR has no warp_specialize op). That overlap is what a GEMM with a short K and a large
+output (attention's QKᵀ over a 128-wide head) lives on: on the H200 the generated
+one-tile-per-program GEMM reaches 2.1 TB/s on such a product, this kernel 3.3-3.4 (cuBLAS 3.6;
+lab/gpu_tune.md).
 
-Shapes must tile exactly (M % BM, N % BN, K % BK all 0); `templates.bmm_supports` says whether
+Shapes must tile exactly (M % BM, N % BN, K % BK all 0); `configs.bmm_supports` says whether
 they do (it needs no Triton). Nothing here touches the GPU at import time.
 """
 
@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflab.validate.kernels.templates import BMM_CONFIG
+from rooflab.validate.kernels.configs import BMM_CONFIG
 
 
 @triton.jit
@@ -57,7 +57,7 @@ def launch_bmm(a: torch.Tensor, b: torch.Tensor, trans_b: bool,
                config: tuple | None = None, programs: int | None = None) -> torch.Tensor:
     """c [batch, M, N] = a [batch, M, K] @ (b [batch, N, K]^T if trans_b else b [batch, K, N]).
     `config` (BMM_CONFIG's fields, optionally + programs per SM) and `programs` (an absolute
-    program count) override the defaults, for sweeps (benchmarks/gpu_tune.py)."""
+    program count) override the defaults."""
     from triton.tools.tensor_descriptor import TensorDescriptor
     bm, bn, bk, warps, stages, ws, split, *rest = config or BMM_CONFIG
     programs_per_sm = rest[0] if rest else 1   # 2 lets two smaller tiles share an SM

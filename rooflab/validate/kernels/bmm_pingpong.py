@@ -5,8 +5,8 @@ accumulation.
 Why a kernel of its own: with K = 128 every output tile is a single MMA step, and the kernel lives
 on overlapping one tile's MMA with another's epilogue and stores (537 MB of scores written for
 67 MB read at B*H = 64, S = 2048). Triton 3.6 does not warp-specialize bmm.py's loop on Hopper, so
-its MMAs and epilogue take turns (178-181 µs on that problem, cuBLAS 168-172); this kernel does
-it by hand (173-174 µs; benchmarks/gpu_tune.md, round 23):
+its MMAs and epilogue take turns (178-181 µs on that problem on the H200, cuBLAS 168-172); this
+kernel does it by hand (173-174 µs; lab/gpu_tune.md):
 
   * persistent: one program per SM; a *unit* is one 128-row block of `a` and SHARE adjacent
     128-column tiles of the output; program p takes units p, p + NPROG, ... (batch, then row
@@ -16,16 +16,17 @@ it by hand (173-174 µs; benchmarks/gpu_tune.md, round 23):
     while the other's MMA runs;
   * the unit's block of `a` is loaded once into one of Q_SLOTS slots and shared by its SHARE
     tiles (L2 reads per byte written: 1 + 1/SHARE instead of 2 for 128x128 tiles);
-  * blocks of `b` go through K_SLOTS slots (even: slot i % K_SLOTS always belongs to the same
-    consumer, so nobody waits on a slot's barrier one phase ahead: with a shared ring of 3 a
-    consumer could pass its wait early and the kernel faulted, round 22);
+  * blocks of `b` go through K_SLOTS slots, an even number: slot i % K_SLOTS then always
+    belongs to the same consumer, so no consumer waits on a slot's barrier one phase ahead (an
+    mbarrier wait names only the phase's parity: in a ring shared by both consumers one could
+    pass its wait on the other's load, read stale data and release the slot twice);
   * each consumer stages its bf16 tile in its own EPI shared buffers and writes it with a TMA
     store. Shared memory: (Q_SLOTS + K_SLOTS + 2 * EPI) x 32 KB, at most 7.
 
 SHARE = 2 is the default because larger units are slower (SHARE 4: 174-178 µs, 8: 189-193,
 16: 200-210): their concurrent stores spread over more rows of the output.
 
-`templates.bmm_nt_supports` says which problems it takes (it needs no Triton); nothing here
+`configs.bmm_nt_supports` says which problems it takes (it needs no Triton); nothing here
 touches the GPU at import time. Needs Triton 3.6's Gluon (the `gpu` extra pins it).
 """
 
@@ -36,7 +37,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import (
     fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 
-from rooflab.validate.kernels.templates import BMM_NT_CONFIG, bmm_nt_supports
+from rooflab.validate.kernels.configs import BMM_NT_CONFIG, bmm_nt_supports
 
 TILE = 128                  # rows of a, columns of b^T per tile, and the reduction (one MMA step)
 SHARE, Q_SLOTS, K_SLOTS, EPI = BMM_NT_CONFIG
@@ -165,8 +166,7 @@ def _check_config(share: int, q_slots: int, k_slots: int, epi: int) -> None:
 def launch_bmm_nt(a, b, share: int = SHARE, q_slots: int = Q_SLOTS, k_slots: int = K_SLOTS,
                   epi: int = EPI, programs: int | None = None):
     """c [batch, M, N] = a [batch, M, 128] @ b [batch, N, 128]^T, in a's dtype
-    (templates.bmm_nt_supports must hold). The keyword arguments override the defaults, for
-    sweeps (benchmarks/gluon_qk_shared.py)."""
+    (configs.bmm_nt_supports must hold). The keyword arguments override BMM_NT_CONFIG."""
     import torch
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
     _check_config(share, q_slots, k_slots, epi)

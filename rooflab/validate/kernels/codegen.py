@@ -1,8 +1,7 @@
 """Generate a Triton kernel that computes exactly what one rooflab kernel computes.
 
-Three generated shapes of kernel cover the pointwise / reduction / GEMM families; attention,
-quantized GEMMs and plain batched GEMMs use hand-written templates (`attention.py`, `qgemm.py`,
-`bmm.py`):
+Three generated shapes of kernel cover the pointwise / reduction / GEMM families (`route.py`
+picks which one, or a hand-written template, builds a kernel):
 
   pointwise   a 1-D grid over the kernel's output elements; every op is one line of fp32 math
   row         one program per row of a last-axis reduction (reduce, softmax, rmsnorm, layernorm)
@@ -23,14 +22,14 @@ import importlib.util
 import math
 import os
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from rooflab.graph import Graph, Tensor
-from rooflab.ops import KINDS, Role, view_roots
+from rooflab.ops import KINDS, Role
 from rooflab.schedule import Kernel
 from rooflab.validate.common import Unsupported
+from rooflab.validate.kernels.built import Built, Views, escaping, external_inputs
+from rooflab.validate.kernels.configs import SM_COUNT_DEFAULT, gemm_config, row_config
 
 TL_DTYPES = {"fp32": "tl.float32", "tf32": "tl.float32", "bf16": "tl.bfloat16",
              "fp16": "tl.float16", "fp8_e4m3": "tl.float8e4nv", "fp8_e5m2": "tl.float8e5",
@@ -41,11 +40,6 @@ _SIG_DTYPES = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16",
                "int8": "i8", "int4": "i8"}
 
 
-# Programs of a persistent kernel when it is compiled ahead of time without a GPU (the H200's SM
-# count); a run on a GPU uses that GPU's SM count.
-_SM_COUNT_DEFAULT = 132
-
-
 def _signature(g: Graph, params: list[str], constexprs: dict) -> dict:
     """Triton signature of a generated kernel, to compile it ahead of time without a GPU."""
     sig = {f"p{i}": "*" + _SIG_DTYPES[g.tensors[t].dtype.name] for i, t in enumerate(params)}
@@ -53,53 +47,6 @@ def _signature(g: Graph, params: list[str], constexprs: dict) -> dict:
     return sig
 
 
-@dataclass
-class Built:
-    """A runnable kernel: reads `inputs` from an environment of tensors, returns `outputs`."""
-    name: str
-    kind: str                                  # pointwise | row | gemm | template
-    inputs: list[str]
-    outputs: list[str]
-    run: Callable[[dict], dict]                # env -> {output name: tensor}
-    source: str = ""
-    meta: dict = field(default_factory=dict)
-
-
-class _Views:
-    def __init__(self, graph: Graph):
-        self.root = view_roots(graph)
-        self.permuted: set[str] = set()
-        for op in graph.ops:
-            if KINDS[op.kind].role is Role.VIEW and (
-                    op.kind == "permute" or op.inputs[0] in self.permuted):
-                self.permuted.add(op.outputs[0])
-
-    def __call__(self, t: str) -> str:
-        return self.root.get(t, t)
-
-
-def escaping(graph: Graph, kernel: Kernel, views: _Views) -> list[str]:
-    """Tensors the kernel makes that an op outside it reads, or the workload returns."""
-    members = set(kernel.ops)
-    outs = {views(t) for t in graph.outputs}
-    readers: dict[str, set[int]] = {}
-    for i, op in enumerate(graph.ops):
-        if KINDS[op.kind].role is not Role.VIEW:
-            for t in op.inputs:
-                readers.setdefault(views(t), set()).add(i)
-    made = [t for i in kernel.ops for t in graph.ops[i].outputs]
-    return [t for t in made if t in outs or readers.get(t, set()) - members]
-
-
-def external_inputs(graph: Graph, kernel: Kernel, views: _Views) -> list[str]:
-    made = {t for i in kernel.ops for t in graph.ops[i].outputs}
-    seen: list[str] = []
-    for i in kernel.ops:
-        for t in graph.ops[i].inputs:
-            r = views(t)
-            if r not in made and r not in seen:
-                seen.append(r)
-    return seen
 
 
 # ------------------------------------------------------------------------------------------
@@ -139,7 +86,7 @@ class _Space:
 class _Emitter:
     """Turns the kernel's ops into lines of fp32 Triton code over a `_Space`."""
 
-    def __init__(self, graph: Graph, kernel: Kernel, views: _Views, space: _Space):
+    def __init__(self, graph: Graph, kernel: Kernel, views: Views, space: _Space):
         self.g, self.k, self.views, self.space = graph, kernel, views, space
         self.lines: list[str] = []
         self.vars: dict[str, str] = {}
@@ -306,7 +253,7 @@ def _alloc(g: Graph, names: list[str], device):
                            device=device) for t in names}
 
 
-def gen_pointwise(g: Graph, kernel: Kernel, views: _Views) -> Built:
+def gen_pointwise(g: Graph, kernel: Kernel, views: Views) -> Built:
     outs = escaping(g, kernel, views)
     shape = max((g.tensors[views(t)].shape for i in kernel.ops for t in g.ops[i].outputs),
                 key=math.prod)
@@ -344,30 +291,7 @@ def _evict(line: str, policy: str) -> str:
     return line.replace(", other=0.0)", f", other=0.0, eviction_policy='{policy}')")
 
 
-def row_config(c: int, in_bytes_per_col: int = 2) -> dict:
-    """How a row kernel covers a row of `c` elements whose inputs take `in_bytes_per_col` bytes
-    per column (benchmarks/gpu_tune.md has the sweeps): whole in registers, about 32 values per
-    thread (4 warps for 4K columns), up to 32K columns; longer rows loop over 4K chunks in two
-    passes, the second re-reading the row from L2 (eviction hints keep it there; on the H200 the
-    looped form tied the whole-row one at 32K columns and lost below it: its re-read costs L2
-    bandwidth). Rows of 16K-32K columns take a persistent kernel, one program per SM, that
-    prefetches the next rows through a 3-stage pipeline in shared memory while it reduces this
-    one: a CTA that holds a whole 32K row fills an SM alone, so nothing else overlaps its
-    reductions with loads (4096x32768 softmax: 169 -> 148 us, 75 -> 86 % of the copy bandwidth,
-    rounds 9-10). Its stages must fit in shared memory; at 4K columns it was slower."""
-    block_c = 1 << (c - 1).bit_length()
-    if block_c > 32768:
-        return dict(loop=True, BLOCK_C=4096, num_warps=16, evict=True)
-    if block_c > 16384 and 3 * block_c * in_bytes_per_col <= _PIPELINE_SMEM_BYTES:
-        return dict(loop=False, BLOCK_C=block_c, num_warps=16, persistent=True, num_stages=3)
-    return dict(loop=False, BLOCK_C=block_c, num_warps=max(4, min(32, block_c // 1024)))
-
-
-# shared memory a persistent row kernel's pipeline may take (of the H100/H200's 227 KB per block)
-_PIPELINE_SMEM_BYTES = 200 * 1024
-
-
-def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None) -> Built:
+def gen_row(g: Graph, kernel: Kernel, views: Views, config: dict | None = None) -> Built:
     """One program per row: prologue ops, the reduction, epilogue ops. Whole-row form: every
     line runs once on the row in registers. Looped form: pass 1 runs the prologue and the
     reduction's accumulation chunk by chunk (and writes prologue values that escape), the
@@ -455,7 +379,7 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
         # one program per SM walks rows; num_stages lets Triton's pipeliner fetch the next row
         # (cp.async into shared memory) while this one is reduced and written
         per_sm = cfg.get("programs_per_sm", 1)
-        const["NPROG"] = min(rows, _SM_COUNT_DEFAULT * per_sm)
+        const["NPROG"] = min(rows, SM_COUNT_DEFAULT * per_sm)
         src = (_header() + f"def kernel({params}, BLOCK_C: tl.constexpr, NPROG: tl.constexpr):\n"
                f"    for r in tl.range(tl.program_id(0), {rows}, NPROG, "
                f"num_stages={cfg.get('num_stages', 2)}):\n"
@@ -482,21 +406,7 @@ def gen_row(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None)
                   "num_warps": warps})
 
 
-def gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = 132) -> dict:
-    """Launch config for the tile the cost model assumes (cost.gemm_tile); no autotuning,
-    since compile time is device time (benchmarks/gpu_tune.py sweeps the alternatives)."""
-    from rooflab.cost import gemm_tile
-    bm, bn = gemm_tile(m, n, batch, sm_count)
-    if bm <= 64:
-        # skinny GEMMs stream weights: deep K tiles keep enough bytes in flight per SM
-        return dict(BM=bm, BN=bn, BK=256, GROUP=1, num_warps=4, num_stages=4 if bm == 16 else 3,
-                    split_epilogue=False)
-    # an epilogue on two half tiles in turn: 2048³ with bias+GELU+residual 43.6 -> 33.0 µs,
-    # 8192³ 1664 -> 1498 µs on the H200 (gpu_tune.md)
-    return dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=3, split_epilogue=True)
-
-
-def gen_gemm(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None) -> Built:
+def gen_gemm(g: Graph, kernel: Kernel, views: Views, config: dict | None = None) -> Built:
     mm_i = next(i for i in kernel.ops if g.ops[i].kind == "matmul")
     if mm_i != kernel.ops[0]:
         raise Unsupported("GEMM prologue")
@@ -579,30 +489,3 @@ def gen_gemm(g: Graph, kernel: Kernel, views: _Views, config: dict | None = None
     return Built(kernel.name, "gemm", ins, outs, run, src,
                  {"config": cfg, "signature": _signature(g, em.params, const), "constexprs": const,
                   "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"]})
-
-
-def build(g: Graph, kernel: Kernel, config: dict | None = None) -> Built:
-    """A Triton kernel computing `kernel`'s escaping outputs from its external inputs.
-    `config` overrides the launch configuration of a generated row or GEMM kernel (for tuning
-    sweeps, benchmarks/gpu_tune.py); by default it is `row_config` / `gemm_config`."""
-    views = _Views(g)
-    kinds = [g.ops[i].kind for i in kernel.ops]
-    roles = {KINDS[k].role for k in kinds}
-    if roles & {Role.COLLECTIVE, Role.OPAQUE}:
-        raise Unsupported(f"{'/'.join(kinds)} does not run on one GPU")
-    if kernel.fusion == "attention" or "attention" in kinds or "qmatmul" in kinds or (
-            "dequantize" in kinds and "matmul" in kinds) or any(
-            k == "dequantize" and "group_size" in g.ops[i].attrs
-            for k, i in zip(kinds, kernel.ops)):
-        from rooflab.validate.kernels import templates
-        return templates.build(g, kernel, views)
-    if Role.GEMM in roles:
-        if config is None:
-            from rooflab.validate.kernels import templates
-            built = templates.batched_gemm(g, kernel, views)
-            if built is not None:
-                return built
-        return gen_gemm(g, kernel, views, config)
-    if Role.REDUCTION in roles:
-        return gen_row(g, kernel, views, config)
-    return gen_pointwise(g, kernel, views)

@@ -18,8 +18,8 @@ small M (decode) the kernel is bound by the int4 weight bytes: it splits K over 
 (fp32 partials, reduced by a small second kernel) so that enough programs stream the weights.
 Two other dequantization schemes are kept as options (DEQ_MODE 1 and 2: integer-valued weights
 2^E + q straight into the dot, the offset and the group scale applied once per tile; mode 2 unpacks
-eight nibbles per int32 word). They are more accurate but were 2-4x slower on the H200, so the
-default is mode 0 (see benchmarks/gpu_kernels.md).
+eight nibbles per int32 word). They are more accurate but 2-4x slower on the H200, so the
+default is mode 0 (lab/gpu_kernels.md).
 
 FP8 (`launch_fp8`): c [M, N] = (a @ b^T) * scale_a * scale_b in bf16, with a [M, K] and b given
 as [N, K] (both row-major, i.e. K-major, the layout Hopper's fp8 tensor-core instructions need;
@@ -39,19 +39,10 @@ import torch
 import triton
 import triton.language as tl
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K, num_warps, num_stages, DEQ_MODE), chosen on an H200 by M.
-# DEQ_MODE 1 and 2 were 2-4x slower than 0 on the H200 (benchmarks/gpu_kernels.md), and mode 2
-# with a wgmma tile crashed Triton 3.6's TritonGPUOptimizeDotOperands pass at M=37: use 0.
-W4A16_CONFIG_SMALL_M = (16, 64, 128, 4, 4, 4, 0)    # M <= 64 (BN 128 -> 64: 34.7 -> 31.5 µs
-                                                    # at M=16, K=N=8192, gpu_tune.md)
-W4A16_CONFIG_LARGE_M = (256, 128, 64, 1, 8, 3, 0)   # compute bound
-W4A16_DEQ_MODE = 0                                  # when a config gives none (_w4a16_kernel)
-DEQUANT_CONFIG = (8, 512, 4)                        # (packed rows, columns, num_warps)
-# (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, use_tma)
-FP8_CONFIG = (128, 128, 128, 8, 4, 5, True)
+from rooflab.validate.kernels.configs import (DEQUANT_CONFIG, FP8_CONFIG, W4A16_CONFIG_LARGE_M,
+                                              W4A16_CONFIG_SMALL_M, W4A16_DEQ_MODE)
 
-
-# The last compiled kernel launched by each launch_* (registers, spills, PTX for the notes).
+# The last compiled kernel launched by each launch_* (registers, spills, PTX), for inspection.
 LAST_COMPILED: dict = {}
 
 

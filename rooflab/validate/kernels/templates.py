@@ -1,7 +1,12 @@
-"""Map rooflab kernels onto the hand-written Triton templates: FlashAttention (prefill and
+"""Build rooflab kernels on the hand-written Triton templates: FlashAttention (prefill and
 decode, causal, GQA), W4A16 dequant-in-GEMM, the standalone int4 dequantize, the FP8 GEMM, and
 two batched GEMMs (bmm_pingpong.py for a 128-wide reduction against a transposed operand, such as
-attention's QKᵀ; bmm.py for other batched matmuls it tiles)."""
+attention's QKᵀ; bmm.py for other batched matmuls it tiles).
+
+Each builder takes a kernel that `route.family` sent to it and returns a `Built` whose `run`
+launches the template; a layout the template cannot take raises `Unsupported` with the reason.
+The Triton modules are imported only when a kernel runs, so building needs no GPU.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,9 @@ import math
 
 from rooflab.graph import Graph
 from rooflab.schedule import Kernel
-from rooflab.validate.kernels.codegen import Built, escaping
 from rooflab.validate.common import Unsupported, scales_name
+from rooflab.validate.kernels.built import Built, Views, escaping
+from rooflab.validate.kernels.configs import bmm_nt_supports, bmm_supports
 
 
 def _packed(cache: dict, env: dict, name: str):
@@ -22,29 +28,7 @@ def _packed(cache: dict, env: dict, name: str):
     return cache[key]
 
 
-# bmm.py's (BM, BN, BK, num_warps, num_stages, warp_specialize, split_store), chosen on an H200
-BMM_CONFIG = (128, 256, 64, 8, 3, True, False)
-
-
-# bmm_pingpong.py's (SHARE, Q_SLOTS, K_SLOTS, EPI), chosen on an H200 (gpu_tune.md, round 23)
-BMM_NT_CONFIG = (2, 2, 2, 1)
-
-
-def bmm_supports(batch: int, m: int, n: int, k: int, dtype: str, config: tuple = BMM_CONFIG) -> bool:
-    """Whether the batched-GEMM template tiles this problem exactly."""
-    bm, bn, bk = config[:3]
-    return (batch > 1 and dtype in ("bf16", "fp16")
-            and m % bm == 0 and n % bn == 0 and k % bk == 0)
-
-
-def bmm_nt_supports(batch: int, m: int, n: int, k: int, dtype: str, share: int = BMM_NT_CONFIG[0]) -> bool:
-    """Whether bmm_pingpong.py computes [batch, m, k] @ [batch, n, k]^T: one 128-wide MMA step,
-    128-row blocks, units of `share` 128-column tiles."""
-    return (batch > 1 and dtype in ("bf16", "fp16") and k == 128 and m % 128 == 0
-            and n % (128 * share) == 0 and share % 2 == 0)
-
-
-def batched_gemm(g: Graph, kernel: Kernel, views) -> Built | None:
+def batched_gemm(g: Graph, kernel: Kernel, views: Views) -> Built | None:
     """A batched-GEMM template for a kernel that is one batched matmul whose shapes it tiles:
     bmm_pingpong.py where the reduction is 128 wide and b is transposed, else bmm.py; None
     otherwise (the generated GEMM then runs it)."""
@@ -81,90 +65,104 @@ def batched_gemm(g: Graph, kernel: Kernel, views) -> Built | None:
     return Built(kernel.name, "template", [a_n, b_n], [out], run, "bmm.py", {"template": "bmm"})
 
 
-def build(g: Graph, kernel: Kernel, views) -> Built:
+def attention(g: Graph, kernel: Kernel, views: Views) -> Built:
+    """A lone attention op, or a fused QKᵀ → scale/mask → softmax → ·V chain, on attention.py:
+    flash decoding for one query token, else FlashAttention-2."""
     ops = [g.ops[i] for i in kernel.ops]
     kinds = [op.kind for op in ops]
     outs = escaping(g, kernel, views)
-    cache: dict = {}
+    if kinds == ["attention"]:
+        q, k, v = ops[0].inputs
+        causal = ops[0].attrs.get("causal", True)
+        d = g.tensors[q].shape[-1]
+        sm_scale = ops[0].attrs.get("scale", 1 / math.sqrt(d))
+    else:
+        qk, pv = ops[0], ops[-1]
+        if not qk.attrs.get("transpose_b") or set(kinds[1:-1]) - {"scale", "causal_mask", "softmax"}:
+            raise Unsupported(f"attention pattern {'→'.join(kinds)}")
+        q, k = qk.inputs
+        v = pv.inputs[1]
+        causal = "causal_mask" in kinds
+        sm_scale = math.prod(op.attrs.get("factor", 1.0) for op in ops if op.kind == "scale")
+    if any(t in views.permuted for t in (q, k, v)):
+        raise Unsupported("attention on permuted views")
+    q, k, v = views(q), views(k), views(v)
+    sq = g.tensors[q].shape[2]
+    (out,) = outs
 
-    if kernel.fusion == "attention" or kinds == ["attention"]:
-        if kinds == ["attention"]:
-            q, k, v = ops[0].inputs
-            causal = ops[0].attrs.get("causal", True)
-            d = g.tensors[q].shape[-1]
-            sm_scale = ops[0].attrs.get("scale", 1 / math.sqrt(d))
+    def run(env):
+        from rooflab.validate.kernels import attention as attention_kernels
+        if sq == 1:
+            o = attention_kernels.launch_decode(env[q], env[k], env[v], sm_scale)
         else:
-            qk, pv = ops[0], ops[-1]
-            if not qk.attrs.get("transpose_b") or set(kinds[1:-1]) - {"scale", "causal_mask", "softmax"}:
-                raise Unsupported(f"attention pattern {'→'.join(kinds)}")
-            q, k = qk.inputs
-            v = pv.inputs[1]
-            causal = "causal_mask" in kinds
-            sm_scale = math.prod(op.attrs.get("factor", 1.0) for op in ops if op.kind == "scale")
-        if any(t in views.permuted for t in (q, k, v)):
-            raise Unsupported("attention on permuted views")
-        q, k, v = views(q), views(k), views(v)
-        sq = g.tensors[q].shape[2]
-        (out,) = outs
+            o = attention_kernels.launch_flash(env[q], env[k], env[v], causal, sm_scale)
+        return {out: o}
+    return Built(kernel.name, "template", [q, k, v], outs, run, "attention.py",
+                 {"template": "decode" if sq == 1 else "flash"})
 
-        def run(env):
-            from rooflab.validate.kernels import attention
-            if sq == 1:
-                o = attention.launch_decode(env[q], env[k], env[v], sm_scale)
-            else:
-                o = attention.launch_flash(env[q], env[k], env[v], causal, sm_scale)
-            return {out: o}
-        return Built(kernel.name, "template", [q, k, v], outs, run, "attention.py",
-                     {"template": "decode" if sq == 1 else "flash"})
 
-    if kinds == ["qmatmul"]:
-        x, w = (views(t) for t in ops[0].inputs)
-        wt = g.tensors[w].dtype
-        (out,) = outs
-        if wt.name == "int4":
-            group = ops[0].attrs.get("group_size", 128)
-
-            def run(env):
-                from rooflab.validate.kernels import qgemm
-                y = qgemm.launch_w4a16(env[x], _packed(cache, env, w), env[scales_name(w)], group)
-                return {out: y}
-            return Built(kernel.name, "template", [x, w, scales_name(w)], outs, run, "qgemm.py",
-                         {"template": "w4a16"})
-        if wt.name == "fp8_e4m3" and g.tensors[x].dtype.name == "fp8_e4m3":
-            def run(env):
-                from rooflab.validate.kernels import qgemm
-                key = ("bt", env[w].data_ptr())
-                if key not in cache:      # the template takes B as [N, K] (K-major)
-                    cache[key] = env[w].t().contiguous()
-                return {out: qgemm.launch_fp8(env[x], cache[key], 1.0, 1.0)}
-            return Built(kernel.name, "template", [x, w], outs, run, "qgemm.py",
-                         {"template": "fp8"})
-        raise Unsupported(f"qmatmul of {g.tensors[x].dtype.name} x {wt.name}")
-
-    if kinds in (["dequantize"], ["dequantize", "matmul"]) and "group_size" in ops[0].attrs \
-            and g.tensors[views(ops[0].inputs[0])].dtype.name == "int4":
-        w = views(ops[0].inputs[0])
-        group = ops[0].attrs["group_size"]
-        if kinds == ["dequantize"]:
-            (out,) = outs
-
-            def run(env):
-                from rooflab.validate.kernels import qgemm
-                return {out: qgemm.launch_dequant_int4(_packed(cache, env, w),
-                                                       env[scales_name(w)], group)}
-            return Built(kernel.name, "template", [w, scales_name(w)], outs, run, "qgemm.py",
-                         {"template": "dequant_int4"})
-        mm = ops[1]
-        if mm.inputs[1] != ops[0].outputs[0] or mm.attrs.get("transpose_a") or mm.attrs.get("transpose_b"):
-            raise Unsupported("dequant-in-GEMM with this operand layout")
-        x = views(mm.inputs[0])
-        if outs != [mm.outputs[0]]:
-            raise Unsupported("dequant-in-GEMM whose dequantized weights escape")
-        (out,) = outs
+def qmatmul(g: Graph, kernel: Kernel, views: Views) -> Built:
+    """A lone quantized matmul on qgemm.py: W4A16 for int4 weights, the FP8 GEMM for e4m3 x e4m3."""
+    op = g.ops[kernel.ops[0]]
+    outs = escaping(g, kernel, views)
+    cache: dict = {}
+    x, w = (views(t) for t in op.inputs)
+    wt = g.tensors[w].dtype
+    (out,) = outs
+    if wt.name == "int4":
+        group = op.attrs.get("group_size", 128)
 
         def run(env):
             from rooflab.validate.kernels import qgemm
-            return {out: qgemm.launch_w4a16(env[x], _packed(cache, env, w), env[scales_name(w)], group)}
+            y = qgemm.launch_w4a16(env[x], _packed(cache, env, w), env[scales_name(w)], group)
+            return {out: y}
         return Built(kernel.name, "template", [x, w, scales_name(w)], outs, run, "qgemm.py",
                      {"template": "w4a16"})
-    raise Unsupported(f"no template for {'→'.join(kinds)}")
+    if wt.name == "fp8_e4m3" and g.tensors[x].dtype.name == "fp8_e4m3":
+        def run(env):
+            from rooflab.validate.kernels import qgemm
+            key = ("bt", env[w].data_ptr())
+            if key not in cache:      # the template takes B as [N, K] (K-major)
+                cache[key] = env[w].t().contiguous()
+            return {out: qgemm.launch_fp8(env[x], cache[key], 1.0, 1.0)}
+        return Built(kernel.name, "template", [x, w], outs, run, "qgemm.py",
+                     {"template": "fp8"})
+    raise Unsupported(f"qmatmul of {g.tensors[x].dtype.name} x {wt.name}")
+
+
+def dequant_int4(g: Graph, kernel: Kernel, views: Views) -> Built:
+    """A lone group-wise int4 dequantize on qgemm.py."""
+    op = g.ops[kernel.ops[0]]
+    outs = escaping(g, kernel, views)
+    cache: dict = {}
+    w = views(op.inputs[0])
+    group = op.attrs["group_size"]
+    (out,) = outs
+
+    def run(env):
+        from rooflab.validate.kernels import qgemm
+        return {out: qgemm.launch_dequant_int4(_packed(cache, env, w),
+                                               env[scales_name(w)], group)}
+    return Built(kernel.name, "template", [w, scales_name(w)], outs, run, "qgemm.py",
+                 {"template": "dequant_int4"})
+
+
+def dequant_gemm(g: Graph, kernel: Kernel, views: Views) -> Built:
+    """A group-wise int4 dequantize fused into the matmul that reads it, on qgemm.py's W4A16."""
+    deq, mm = (g.ops[i] for i in kernel.ops)
+    outs = escaping(g, kernel, views)
+    cache: dict = {}
+    w = views(deq.inputs[0])
+    group = deq.attrs["group_size"]
+    if mm.inputs[1] != deq.outputs[0] or mm.attrs.get("transpose_a") or mm.attrs.get("transpose_b"):
+        raise Unsupported("dequant-in-GEMM with this operand layout")
+    x = views(mm.inputs[0])
+    if outs != [mm.outputs[0]]:
+        raise Unsupported("dequant-in-GEMM whose dequantized weights escape")
+    (out,) = outs
+
+    def run(env):
+        from rooflab.validate.kernels import qgemm
+        return {out: qgemm.launch_w4a16(env[x], _packed(cache, env, w), env[scales_name(w)], group)}
+    return Built(kernel.name, "template", [x, w, scales_name(w)], outs, run, "qgemm.py",
+                 {"template": "w4a16"})

@@ -2,9 +2,9 @@
 """QKᵀ of the naive-attention suite case (B*H=64, S=2048, D=128) by bmm.py's kernel and by cuBLAS,
 each launched a few times, for a profiler (ncu) to compare their memory-system counters:
 
-    ncu --metrics <list> --launch-skip 2 --launch-count 4 python3 benchmarks/profile_qk.py
+    ncu --metrics <list> --launch-skip 2 --launch-count 4 python3 lab/profile_qk.py
 
-Round 15 (reports/tuning/h200-2026-12-02-round15-ncu-qk.log) used the metrics
+Round 15 (lab/results/h200-2026-12-02-round15-ncu-qk.log) used the metrics
 gpu__time_duration.sum, dram__bytes_read.sum, dram__bytes_write.sum,
 dram__throughput.avg.pct_of_peak_sustained_elapsed, lts__throughput.avg.pct_of_peak_sustained_elapsed,
 lts__t_bytes.sum, sm__throughput.avg.pct_of_peak_sustained_elapsed,

@@ -2,7 +2,7 @@
 """Sweep launch configurations of validation-suite kernels on the GPU, to pick the defaults in
 rooflab/validate/kernels (row_config, gemm_config, the template configs) from measurements.
 
-    PYTHONPATH=. python3 benchmarks/gpu_tune.py            # from the repository root, on the GPU
+    PYTHONPATH=. python3 lab/gpu_tune.py            # from the repository root, on the GPU
 
 Each target is one kernel of one suite case (the shapes where the 2026-12-02 run fell short of
 its bandwidth mark or of its prediction). For every configuration the kernel is built, checked
@@ -13,8 +13,8 @@ copy bandwidth measured in the same run, go to $OUT/gpu_tune.json (rewritten aft
 and a table to stdout. GPU_TUNE_DEADLINE (seconds, default 480) skips targets that would run past it.
 
 main() runs the latest round only. Rounds 1-15 are in the commits that ran them; the QKᵀ studies of
-rounds 16-21 stay below as functions (benchmarks/gpu_tune.md lists every round, the results are in
-reports/tuning/).
+rounds 16-21 stay below as functions (lab/gpu_tune.md lists every round, the results are in
+lab/results/).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from rooflab import api, hardware, workload
 from rooflab.validate import run as vrun
 from rooflab.validate import suite
 from rooflab.validate.timing import bench, bench_kernel
-from rooflab.validate.kernels import codegen
+from rooflab.validate.kernels import route
 from rooflab.validate.reference import TOLERANCE, rel_error, run_graph
 
 T0 = time.time()
@@ -81,7 +81,7 @@ def sweep(case: suite.Case, sched: str, name: str, variants: list, apply=None,
         restore = apply(v) if apply else None
         row = {"config": v if isinstance(v, dict) or v is None else list(v)}
         try:
-            b = codegen.build(sg, k, v if apply is None else None)
+            b = route.build(sg, k, v if apply is None else None)
             env = {t: ref[t] for t in b.inputs}
             got = b.run(env)
             torch.cuda.synchronize()
@@ -562,7 +562,7 @@ def main() -> None:
                      "torch": torch.__version__, "triton": triton.__version__,
                      "cuda": torch.version.cuda, "git_sha": os.environ.get("ROOFLAB_GIT_SHA", ""),
                      "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                     "command": "PYTHONPATH=. python3 benchmarks/gpu_tune.py"}
+                     "command": "PYTHONPATH=. python3 lab/gpu_tune.py"}
     RESULT["env"]["copy_tb_per_s"] = copy_tb_per_s()
     print("copy", RESULT["env"]["copy_tb_per_s"], "TB/s", flush=True)
     save()

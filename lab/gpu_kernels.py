@@ -2,7 +2,7 @@
 """Check and time the hand-written Triton kernels (rooflab/validate/kernels/attention.py, qgemm.py)
 against torch references and torch baselines on one GPU.
 
-    PYTHONPATH=. python3 benchmarks/gpu_kernels.py            # from the repository root
+    PYTHONPATH=. python3 lab/gpu_kernels.py            # from the repository root
 
 1. Ceilings: a device-to-device copy (bytes read + written) and a bf16 8192^3 torch.matmul.
 2. Correctness on fresh random inputs (never zeros), odd shapes included, against the fp32 torch

@@ -1,11 +1,11 @@
 """Sweep rooflab/validate/kernels/bmm_pingpong.py (the Gluon ping-pong QKᵀ kernel) on the GPU:
 units of SHARE column tiles sharing one block of Q, Q_SLOTS / K_SLOTS / EPI shared-memory slots.
 
-    PYTHONPATH=. python3 benchmarks/gluon_qk_shared.py                 # compile each config for sm_90
-    benchmarks/gluon_qk_shared.sh [B*H S]                             # time them, one process each
-    PYTHONPATH=. python3 benchmarks/gluon_qk_shared.py --case B*H S SHARE NPROG [Q K EPI REPEAT]
+    PYTHONPATH=. python3 lab/gluon_qk_shared.py                 # compile each config for sm_90
+    lab/gluon_qk_shared.sh [B*H S]                             # time them, one process each
+    PYTHONPATH=. python3 lab/gluon_qk_shared.py --case B*H S SHARE NPROG [Q K EPI REPEAT]
 
-Rounds 22-23 (benchmarks/gpu_tune.md): with a shared ring of 3 K slots the kernel faulted at full
+Rounds 22-23 (lab/gpu_tune.md): with a shared ring of 3 K slots the kernel faulted at full
 size (a consumer could pass a slot's barrier one phase early); with each K slot owned by one
 consumer every configuration ran exact, and SHARE = 2 was fastest (173-174 µs against 178-179 for
 bmm.py and 169-172 for cuBLAS at B*H = 64, S = 2048). The strided-pair unit layout that round 23
