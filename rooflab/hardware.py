@@ -13,11 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from rooflab import bundled
 from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
 from rooflab.errors import RooflabError
 from rooflab.yamlio import did_you_mean, load_yaml, raise_first
 
-SPEC_DIR = Path(__file__).resolve().parent.parent / "hardware_specs"
+SPEC_DIR = bundled.SPEC_DIR          # the bundled specs (rooflab/bundled.py says where they lie)
 
 
 # ALU instructions per int4 weight in a dequant-in-GEMM kernel: unpack (and/shift), turn into
@@ -298,7 +299,7 @@ def spec_paths(spec_dir: Path = SPEC_DIR) -> dict[str, Path]:
 def load(name_or_path: str, spec_dir: Path = SPEC_DIR) -> Hardware:
     """A spec by bundled name (`h200`) or by path (`specs/my_gpu.yaml`)."""
     if name_or_path.endswith((".yaml", ".yml")) or "/" in name_or_path:
-        return load_file(name_or_path)
+        return load_file(bundled.spec_file(name_or_path))
     paths = spec_paths(spec_dir)
     if name_or_path not in paths:
         raise RooflabError(f"unknown hardware '{name_or_path}'" + did_you_mean(name_or_path, paths)

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rooflab import bundled
 from rooflab import ops as oplib
 from rooflab.dtypes import known_names, lookup
 from rooflab.errors import RooflabError
@@ -31,7 +32,7 @@ from rooflab.expr import ExprError, evaluate
 from rooflab.graph import Graph, Op, Tensor
 from rooflab.yamlio import Located, did_you_mean, format_loc, load_yaml, raise_first
 
-WORKLOAD_DIR = Path(__file__).resolve().parent.parent / "workloads"
+WORKLOAD_DIR = bundled.WORKLOAD_DIR     # the bundled workloads (rooflab/bundled.py says where)
 
 
 class _Strict(BaseModel):
@@ -384,10 +385,7 @@ def load_file(path: str | Path, overrides: dict[str, int] | None = None) -> Grap
 
 def load_yaml_data(name_or_path: str) -> dict:
     """The raw mapping of a workload file (bundled name or path), for re-running it elsewhere."""
-    p = Path(name_or_path)
-    if not p.exists() and (WORKLOAD_DIR / f"{name_or_path}.yaml").exists():
-        p = WORKLOAD_DIR / f"{name_or_path}.yaml"
-    return load_yaml(p, "workload").data
+    return load_yaml(bundled.workload_file(name_or_path), "workload").data
 
 
 def load_dict(data: dict, overrides: dict[str, int] | None = None,
@@ -404,12 +402,7 @@ def load_dict(data: dict, overrides: dict[str, int] | None = None,
 
 def load(name_or_path: str, overrides: dict[str, int] | None = None) -> Graph:
     """A workload by path, or by the stem of a bundled file in workloads/."""
-    p = Path(name_or_path)
-    if not p.exists() and not name_or_path.endswith((".yaml", ".yml")):
-        bundled = WORKLOAD_DIR / f"{name_or_path}.yaml"
-        if bundled.exists():
-            p = bundled
-    return load_file(p, overrides)
+    return load_file(bundled.workload_file(name_or_path), overrides)
 
 
 def parse_sets(items: list[str]) -> dict[str, int]:

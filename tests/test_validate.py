@@ -1,6 +1,6 @@
 """Validation without a GPU: the suite's coverage, generated kernels (source, and compiled for
 sm_90 when triton is installed), the PyTorch references on the CPU, the one-line refusal without
-a GPU, and the accuracy gate on the committed H200 measurements."""
+a GPU, and the accuracy gate on every committed validation run."""
 
 import ast
 import json
@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from rooflab import api, hardware, workload
 from rooflab.cli import app
-from rooflab.validate import accuracy, records, suite
+from rooflab.errors import RooflabError
+from rooflab.validate import accuracy, gate, records, suite
 from rooflab.validate.common import Unsupported
 from rooflab.validate.kernels import codegen, configs, route
 
@@ -126,25 +127,82 @@ def test_references_on_cpu():
 
 
 # -------------------------------------------------------------------------- accuracy gate
-def _committed():
-    files = sorted((ROOT / "reports" / "validation").glob("*.json"))
-    assert files, "no committed validation measurements under reports/validation/"
-    vf = records.load(files[-1])
-    spec = vf.provenance.hardware_spec
-    return vf, hardware.load(str(ROOT / spec) if spec.endswith(".yaml") else spec)
+# Every committed run is gated, each against the calibration it was measured after
+# (rooflab/validate/gate.py says why); one test id per run file.
+RUN_FILES = gate.run_files(ROOT)
 
 
-# CI's gate on the committed run: the issue's bars (per-kernel median and 90th percentile
+def _runs():
+    return gate.committed_runs(ROOT)
+
+
+def _own(run: gate.CommittedRun) -> hardware.Hardware:
+    return gate.calibrated_spec(ROOT, run.gpu, run.calibration)
+
+
+def _newest_h200():
+    run = gate.newest_by_gpu(_runs())["h200"]
+    return run.run, _own(run)
+
+
+# CI's gate on the committed runs: the issue's bars (per-kernel median and 90th percentile
 # |error|, median |error| of the fused-vs-unfused speedups).
 GATE = {"median": accuracy.MEDIAN_BAR, "p90": accuracy.P90_BAR, "speedup": accuracy.SPEEDUP_BAR}
 
 
-def test_committed_h200_measurements_meet_the_issue_bars():
-    vf, hw = _committed()
-    summary = accuracy.evaluate(vf, hw)
-    assert len(summary.kernels) >= 100
-    assert all(k.timing == "graph" for c in vf.cases for ks in c.kernels.values() for k in ks)
+def test_every_committed_run_is_found_with_its_gpu_and_calibration():
+    assert [(r.path.name, r.gpu, r.calibration.name) for r in _runs()] == [
+        ("h200-2026-12-02.json", "h200", "h200-2026-12-02.json"),
+        ("h200-2026-12-03-run1.json", "h200", "h200-2026-12-03-run1.json"),
+        ("h200-2026-12-03.json", "h200", "h200-2026-12-03.json")]
+    # newest by the measurement's date: "-run1" sorts after the later run by name
+    assert gate.newest_by_gpu(_runs())["h200"].path.name == "h200-2026-12-03.json"
+
+
+# Each run's figures against its own calibration: the bars gate them, the pinned values say
+# that the current model re-predicts every committed run exactly as before
+FIGURES = {"h200-2026-12-02.json": (0.0339, 0.1416, 0.0546),
+           "h200-2026-12-03-run1.json": (0.0360, 0.1273, 0.0575),
+           "h200-2026-12-03.json": (0.0402, 0.1274, 0.0391)}
+
+
+@pytest.mark.parametrize("path", RUN_FILES, ids=[p.name for p in RUN_FILES])
+def test_committed_run_meets_the_issue_bars_against_its_own_calibration(path):
+    run = gate.committed_run(ROOT, path)
+    summary = accuracy.evaluate(run.run, _own(run))
+    assert len(summary.kernels) == 182
+    assert all(k.timing == "graph" for c in run.run.cases for ks in c.kernels.values() for k in ks)
     assert summary.passes(**GATE), accuracy.render(summary)
+    got = (summary.median_abs_error, summary.p90_abs_error, summary.speedup_median_abs_error)
+    assert got == pytest.approx(FIGURES.get(path.name), abs=5e-5), f"{path.name}: {got}"
+
+
+@pytest.mark.parametrize("gpu", sorted(p.stem for p in (ROOT / "hardware_specs/measured").glob("*.yaml")))
+def test_shipped_calibrated_spec_is_its_gated_calibration(gpu):
+    # hardware_specs/measured/<gpu>.yaml holds exactly the figures its calibration rebuilds to,
+    # and that calibration has a committed (so gated) run, the GPU's newest: the shipped spec
+    # is the gated one
+    shipped, cal = gate.shipped_spec(ROOT, gpu)
+    runs = [r for r in _runs() if r.calibration == cal]
+    assert runs, f"{cal.relative_to(ROOT)} has no committed run in reports/validation/"
+    assert runs[0].path == gate.newest_by_gpu(_runs())[gpu].path
+    assert gate.same_figures(shipped, _own(runs[0]))
+    older = [r for r in _runs() if r.gpu == gpu and r.calibration != cal]
+    assert all(not gate.same_figures(shipped, _own(r)) for r in older)   # their own ceilings
+
+
+def test_a_run_without_its_calibration_is_refused_not_skipped(tmp_path):
+    (tmp_path / "reports/validation").mkdir(parents=True)
+    (tmp_path / "reports/calibration").mkdir(parents=True)
+    src = ROOT / "reports/validation/h200-2026-12-03.json"
+    (tmp_path / "reports/validation/h200-2026-12-03.json").write_text(src.read_text())
+    with pytest.raises(RooflabError, match="no calibration reports/calibration/h200-2026-12-03.json"):
+        gate.committed_runs(tmp_path)
+    # a run named for another GPU than its provenance says is refused too
+    (tmp_path / "reports/validation/h200-2026-12-03.json").rename(
+        tmp_path / "reports/validation/b200-2026-12-03.json")
+    with pytest.raises(RooflabError, match="names GPU 'h200'; the file name must start with 'h200-'"):
+        gate.committed_runs(tmp_path)
 
 
 @pytest.mark.parametrize("broken", [
@@ -152,15 +210,17 @@ def test_committed_h200_measurements_meet_the_issue_bars():
     {"min_kernel_s": 0.0},                       # launch latency forgotten
     {"tensor_flops_per_s": {"bf16": 3e15}},      # a wrong (sparse-like) tensor peak
 ])
-def test_a_deliberately_broken_model_fails_the_gate(broken):
-    vf, hw = _committed()
+@pytest.mark.parametrize("path", RUN_FILES, ids=[p.name for p in RUN_FILES])
+def test_a_deliberately_broken_model_fails_the_gate(path, broken):
+    run = gate.committed_run(ROOT, path)
+    hw = _own(run)
     bad = replace(hw, **{k: ({**hw.tensor_flops_per_s, **v} if isinstance(v, dict) else v)
                          for k, v in broken.items()})
-    assert not accuracy.evaluate(vf, bad).passes(**GATE)
+    assert not accuracy.evaluate(run.run, bad).passes(**GATE)
 
 
 def test_validation_records_round_trip(tmp_path):
-    vf, _ = _committed()
+    vf, _ = _newest_h200()
     p = tmp_path / "v.json"
     vf.dump(p)
     assert json.loads(p.read_text())["schema"] == records.SCHEMA
@@ -292,10 +352,8 @@ def test_cases_filter_takes_a_whole_case_name_with_its_commas():
 
 
 def test_calibrated_spec_derives_attention_efficiency_net_of_the_sfu_term():
-    pytest.importorskip("torch")
-    pytest.importorskip("triton")
     from rooflab.hardware import HardwareFile
-    from rooflab.validate import calibrate
+    from rooflab.validate import calspec as calibrate     # writing the spec needs no torch
     import yaml
     base = HardwareFile.model_validate(yaml.safe_load((ROOT / "hardware_specs/h200.yaml").read_text()))
     pairs = 4 * 32 * 8192 * 8192
@@ -320,7 +378,7 @@ def test_calibrated_spec_derives_attention_efficiency_net_of_the_sfu_term():
 
 def test_bandwidth_mark_on_the_committed_run():
     # memory-bound kernels moving >= 256 MB, each kernel once, against the calibrated copy rate
-    vf, hw = _committed()
+    vf, hw = _newest_h200()
     marks = accuracy.bandwidth_marks(accuracy.evaluate(vf, hw), hw)
     assert len(marks) >= 30 and all(r.bound == "memory" and r.hbm_bytes >= 256e6 for r, _ in marks)
     qk = next((r, f) for r, f in marks if r.case == "attention_naive/B=2,H=32,S=2048,D=128" and r.kernel == "qk")
@@ -329,7 +387,7 @@ def test_bandwidth_mark_on_the_committed_run():
     nbytes = 2 * (2 * 64 * 2048 * 128) + 64 * 2048 * 2048 * 2     # Q, K read; scores written
     assert qk[0].hbm_bytes == nbytes
     assert qk[1] == pytest.approx(nbytes / measured / (hw.hbm_bytes_per_s * hw.hbm_efficiency), rel=1e-12)
-    r = runner.invoke(app, ["validate", "--from", str(sorted((ROOT / "reports/validation").glob("*.json"))[-1]),
+    r = runner.invoke(app, ["validate", "--from", str(gate.newest_by_gpu(_runs())["h200"].path),
                             "-H", str(ROOT / vf.provenance.hardware_spec)])
     assert r.exit_code == 0, r.output
     assert "memory-bound kernels ≥ 256 MB: " in r.stdout and f"of {len(marks)} at ≥ 80% of" in r.stdout

@@ -34,6 +34,7 @@ import triton.language as tl
 import yaml
 
 from rooflab.hardware import Hardware, HardwareFile, to_core
+from rooflab.validate.calspec import write_spec
 from rooflab.validate.timing import bench_kernel, capture
 
 
@@ -239,64 +240,6 @@ def measure(log=print, hw: Hardware | None = None) -> dict:
         f"{out['empty_kernel_us']:.2f}), Triton launch "
         f"{out['triton_launch_us']:.2f} µs")
     return out
-
-
-def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> dict:
-    """The base spec with its measured figures replaced; every replaced figure cites `CAL`."""
-    spec = base.model_dump(exclude_none=True)
-    date = provenance["date"][:10]
-    spec["name"] = base.name
-    spec["display_name"] = f"{base.display_name} (calibrated {date})"
-    spec["calibrated_from"] = raw_path
-    spec["sources"]["CAL"] = (f"rooflab calibrate --gpu on {provenance['gpu']}, {provenance['date']}, "
-                              f"torch {provenance['torch']}, triton {provenance['triton']}: {raw_path}")
-
-    def fig(value, note):
-        return {"value": round(value, 4), "source": "CAL", "note": note}
-
-    peak_bw = base.memory.hbm_tb_per_s.value
-    spec["efficiency"]["hbm"] = fig(min(1.0, m["copy_tb_per_s"] / peak_bw),
-                                    f"copy {m['copy_tb_per_s']:.3f} TB/s of {peak_bw}")
-    spec["memory"]["l2_tb_per_s"] = fig(m["l2_tb_per_s"], "16 MiB resident read")
-    spec["memory"]["hbm_curve"] = {
-        "points": [[round(mb, 1), round(min(1.0, bw / peak_bw), 4)] for mb, bw in m["copy_curve_mb_tb_per_s"]],
-        "source": "CAL", "note": "Triton copy, L2 flushed, time beyond min_kernel_us"}
-    g = m["gemm_tflops"]
-    bf16_peak = base.tensor_tflops["bf16"].value
-    best, note = g["bf16"], f"bf16 8192³ {g['bf16']:.0f} TFLOP/s (cuBLAS)"
-    triton_tf = m.get("triton_gemm_bf16_12288_tflops", 0.0)
-    if triton_tf > best:
-        best, note = triton_tf, (f"bf16 12288³ {triton_tf:.0f} TFLOP/s (the validation suite's "
-                                 f"Triton GEMM; cuBLAS 8192³ {g['bf16']:.0f})")
-    spec["efficiency"]["tensor"] = fig(min(1.0, best / bf16_peak), note)
-    by = dict(spec["efficiency"].get("tensor_by_dtype", {}))
-    for fam in ("fp16", "tf32", "fp8"):
-        if fam in base.tensor_tflops and fam in g:
-            peak = base.tensor_tflops[fam].value
-            by[fam] = fig(min(1.0, g[fam] / peak), f"8192³ {g[fam]:.0f} TFLOP/s")
-    spec["efficiency"]["tensor_by_dtype"] = by
-    if "attention" in m and base.sfu_per_clk_per_sm:
-        # the efficiency that, with the model's SFU term for the exponentials and the fixed
-        # kernel cost, reproduces the measured time (rooflab.cost prices them the same way)
-        a = m["attention"]
-        sfu_rate = base.sfu_per_clk_per_sm.value * base.sm_count.value * base.boost_clock_mhz.value * 1e6
-        busy = a["s"] - m["min_kernel_us"] * 1e-6 - a["exps"] / sfu_rate
-        b_, h_, s_, d_ = a["shape_bhsd"]
-        spec["efficiency"]["attention"] = fig(
-            min(1.0, a["flops"] / busy / (bf16_peak * 1e12)),
-            f"Triton FlashAttention B={b_} H={h_} S={s_} D={d_} non-causal, "
-            f"{a['flops'] / a['s'] / 1e12:.0f} TFLOP/s with its exponentials")
-    if "dequant_gweights_per_s" in m:
-        spec["dequant_gweights_per_s"] = fig(m["dequant_gweights_per_s"],
-                                             "W4A16 Triton kernel, M=16, K=N=16384, group 128")
-    spec["launch"]["eager_dispatch_us"] = fig(m["eager_dispatch_us"], "tiny eager PyTorch op")
-    spec["launch"]["graph_launch_us"] = fig(m["graph_launch_us"], "per 4 MiB copy kernel in a CUDA "
-                                            "graph, beyond its transfer time")
-    spec["launch"]["min_kernel_us"] = fig(m["min_kernel_us"], "256 KiB Triton copy after an L2 flush, "
-                                          "replayed as a one-kernel CUDA graph")
-    spec["launch"]["triton_launch_us"] = fig(m["triton_launch_us"], "tiny Triton kernel launched from Python")
-    HardwareFile.model_validate(spec)
-    return spec
 
 
 def calibrate(base: HardwareFile, spec_out: Path, raw_out: Path, provenance: dict,

@@ -1,0 +1,65 @@
+"""Where rooflab's bundled data lies: the GPU specs (with their calibrated `measured/` specs) and
+the example workloads.
+
+They are edited in the checkout's top-level folders `hardware_specs/` and `workloads/`. A built
+wheel carries those same folders inside the package, as `rooflab/bundled_specs/` and
+`rooflab/bundled_workloads/` (setup.py maps the two package names onto the folders, so nothing
+is committed twice). Running from a checkout (an editable install, or the source tree on
+`sys.path`) uses the checkout's folders; an installed wheel uses its package data.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+# the folder above the package, and the names of the two folders there and in a wheel
+_CHECKOUT = Path(__file__).resolve().parent.parent
+_FOLDERS = {"specs": ("hardware_specs", "bundled_specs"),
+            "workloads": ("workloads", "bundled_workloads")}
+
+
+def _folder(kind: str) -> Path:
+    """The directory holding one kind of bundled data (`specs` or `workloads`)."""
+    in_checkout, in_package = _FOLDERS[kind]
+    # a checkout (its pyproject.toml beside the package) keeps the data in its top-level
+    # folders; an editable install runs from there too and maps no data-only package
+    if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / in_checkout).is_dir():
+        return _CHECKOUT / in_checkout
+    # a wheel unpacks to plain files, so the package's resources are a real directory
+    return Path(str(resources.files("rooflab") / in_package))
+
+
+SPEC_DIR = _folder("specs")
+WORKLOAD_DIR = _folder("workloads")
+
+
+def _in_folder(path: str, folder: Path, checkout_name: str) -> str | Path:
+    """`path` as given where it exists; else the file of the same relative path in the bundled
+    `folder` (spelled with or without the checkout's folder name in front), where that exists;
+    else `path` as given, for the loader to report as not found."""
+    p = Path(path)
+    if p.exists() or p.is_absolute():
+        return path
+    parts = p.parts[1:] if p.parts[:1] == (checkout_name,) else p.parts
+    if parts and ".." not in parts and folder.joinpath(*parts).is_file():
+        return folder.joinpath(*parts)
+    return path
+
+
+def spec_file(path: str) -> str | Path:
+    """A spec YAML named by path, found from anywhere rooflab runs: `measured/h200.yaml` and
+    `hardware_specs/measured/h200.yaml` are the bundled calibrated spec unless a file of that
+    path exists."""
+    return _in_folder(path, SPEC_DIR, _FOLDERS["specs"][0])
+
+
+def workload_file(name_or_path: str) -> str | Path:
+    """A workload by path or by the stem of a bundled file (`rmsnorm`); a path that does not
+    exist, such as `workloads/rmsnorm.yaml` outside the checkout, is the bundled file of that
+    relative path where there is one."""
+    if not name_or_path.endswith((".yaml", ".yml")) and not Path(name_or_path).exists():
+        stem = WORKLOAD_DIR / f"{name_or_path}.yaml"
+        if "/" not in name_or_path and stem.is_file():
+            return stem
+    return _in_folder(name_or_path, WORKLOAD_DIR, _FOLDERS["workloads"][0])
