@@ -29,7 +29,7 @@ def _segments(groups: list[Group]) -> list[tuple[str, dict[str, float], Group | 
     for g in shown:
         seg = g.busy_by_bound()
         seg["launch"] = g.total("launch_s")
-        out.append((shorten(g.label), seg, g, g.count))
+        out.append((esc(shorten(g.label)), seg, g, g.count))
     if rest:
         seg = {"compute": 0.0, "memory": 0.0, "link": 0.0, "launch": 0.0}
         n = 0
@@ -74,7 +74,7 @@ def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
             hover = []
             for lab, seg, g, cnt in segs:
                 tot = sum(seg.values())
-                head = f"<b>{esc(g.label if g else lab)}</b>"
+                head = f"<b>{esc(g.label) if g else lab}</b>"
                 detail = ""
                 if g is not None:
                     detail = (f"<br>ops: {ops_text(g.first)}<br>compute "
@@ -99,7 +99,7 @@ def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
     for i in range(1, n):
         fig.update_xaxes(matches="x", row=i // ncols + 1, col=i % ncols + 1)
     fig.update_layout(**base_layout(
-        height, f"Time per kernel · {esc(hw.display_name)} ({hw.name})",
+        height, f"Time per kernel · {esc(hw.display_name)} ({esc(hw.name)})",
         barmode="stack", bargap=0.25,
         legend=dict(orientation="h", x=1.0, xanchor="right", y=0.995, yanchor="top",
                     yref="container", traceorder="normal", font=dict(size=12)),
@@ -111,7 +111,7 @@ def breakdown_figure(preds: Sequence[Prediction]) -> go.Figure:
 
 def totals_figure(preds: Sequence[Prediction]) -> go.Figure:
     """Every GPU and schedule side by side: total predicted time, split by what bounds it."""
-    xs = [[p.hardware.name for p in preds],
+    xs = [[esc(p.hardware.name) for p in preds],
           [pred_label(p, [q for q in preds if q.hardware.name == p.hardware.name]).replace(" · ", "<br>")
            for p in preds]]
     parts: dict[str, list[float]] = {b: [] for b in ("compute", "memory", "link", "launch")}
@@ -127,7 +127,7 @@ def totals_figure(preds: Sequence[Prediction]) -> go.Figure:
     for b, vals in parts.items():
         if not any(vals):
             continue
-        hover = [f"<b>{p.hardware.name} · {p.policy} ({p.launch} launch)</b><br>{b}: "
+        hover = [f"<b>{esc(p.hardware.name)} · {esc(p.policy)} ({esc(p.launch)} launch)</b><br>{b}: "
                  f"{format_time(v)} of {format_time(p.totals.time_s)}" for p, v in zip(preds, vals)]
         fig.add_trace(go.Bar(x=xs, y=[v * scale for v in vals], name=PART_NAMES[b],
                              marker_color=BOUND_COLORS[b],

@@ -86,7 +86,7 @@ def fold(kernels: Sequence[KernelCost]) -> list[Group]:
 def pred_label(p: Prediction, preds: Sequence[Prediction]) -> str:
     """A prediction's name among its neighbours: the schedule, plus the launch mode if they vary."""
     launches = {q.launch for q in preds}
-    return p.policy + (f" · {p.launch}" if len(launches) > 1 else "")
+    return esc(p.policy) + (f" · {esc(p.launch)}" if len(launches) > 1 else "")
 
 
 def by_gpu(preds: Sequence[Prediction]) -> dict[str, list[Prediction]]:

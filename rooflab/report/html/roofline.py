@@ -52,7 +52,7 @@ def _group_hover(g: Group, pred: Prediction, extra: str = "") -> str:
     inten = flops / hbm if hbm else float("inf")
     rate = flops / t if t else 0.0
     each = " each" if n > 1 else ""
-    lines = [f"<b>{esc(g.label)}</b>  ·  {pred.policy}, {pred.launch} launch",
+    lines = [f"<b>{esc(g.label)}</b>  ·  {esc(pred.policy)}, {esc(pred.launch)} launch",
              f"ops: {ops_text(k)}",
              f"FLOPs{each}: {format_flops(flops / n)} on {unit_label(k)}",
              f"HBM{each}: {format_bytes(g.total('hbm_read_bytes') / n)} read, "
@@ -63,7 +63,7 @@ def _group_hover(g: Group, pred: Prediction, extra: str = "") -> str:
              f"{format_time(g.total('memory_s') / n)}"
              + (f", link {format_time(g.total('link_s') / n)}" if k.link_bytes else "")
              + f") + launch {format_time(g.total('launch_s') / n)}",
-             f"bound: <b>{g.bound}</b>"
+             f"bound: <b>{esc(g.bound)}</b>"
              + (f"  ·  all {n}: {format_time(t)}, {format_flops(flops)}, "
                 f"{format_bytes(hbm)}" if n > 1 else "")]
     if extra:
@@ -79,14 +79,12 @@ def _fusion_sources(c: Comparison) -> dict[str, tuple[list[str], float, int]]:
     for g in fold(c.candidate.kernels):
         if g.name not in saved:
             continue
-        names = []
+        names: dict[str, None] = {}          # ordered and O(1) to test: a fused chain has many
         for op in g.first.ops:
             b = kernel_of.get(op)
             if b is not None:
-                key = BLOCK_INDEX.sub("[*]", b)
-                if key not in names:
-                    names.append(key)
-        out[g.name] = (names, *saved[g.name])
+                names.setdefault(BLOCK_INDEX.sub("[*]", b))
+        out[g.name] = (list(names), *saved[g.name])
     return out
 
 
@@ -106,21 +104,21 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
 
     # fused-kernel hover lines and arrows come from the comparisons
     fusion_info: dict[tuple[int, str], tuple[list[str], float, int]] = {}
+    sources_of = {id(c): _fusion_sources(c) for c in comparisons}
     for c in comparisons:
-        for name, info in _fusion_sources(c).items():
+        for name, info in sources_of[id(c)].items():
             fusion_info[(id(c.candidate), name)] = info
 
     points: dict[tuple[int, str], tuple[float, float]] = {}
     radius: dict[tuple[int, str], float] = {}
-    skipped: list[str] = []
+    skipped: dict[str, None] = {}            # labels in order, each once
     xs_all, ys_all = [], []
     for i, p in enumerate(preds):
         xs, ys, sizes, texts = [], [], [], []
         for g in fold(p.kernels):
             flops, hbm, t = g.flops, g.hbm_bytes, g.time_s
             if not flops or not hbm or not t:
-                if g.label not in skipped:
-                    skipped.append(g.label)
+                skipped.setdefault(g.label)
                 continue
             x, y = flops / hbm, flops / t
             points[(id(p), g.name)] = (x, y)
@@ -162,7 +160,7 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
     annotations = []
     per_cmp = max(3, top_arrows // max(1, len(comparisons)))
     for c in comparisons:
-        ranked = sorted(_fusion_sources(c).items(), key=lambda kv: -kv[1][1])[:per_cmp]
+        ranked = sorted(sources_of[id(c)].items(), key=lambda kv: -kv[1][1])[:per_cmp]
         for name, (sources, _saved, _n) in ranked:
             head = points.get((id(c.candidate), name))
             if head is None:
@@ -171,9 +169,12 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
                      if (id(c.baseline), s) in points]
             if len(tails) < 2:      # the other kernels have no point: the arrow would mislead
                 continue
+            drawn = set()           # tails in one 0.02-decade cell draw one arrow, not thousands
             for tail in tails:
-                if _close(tail, head):
+                cell = (round(math.log10(tail[0]) / 0.02), round(math.log10(tail[1]) / 0.02))
+                if _close(tail, head) or cell in drawn:
                     continue
+                drawn.add(cell)
                 annotations.append(dict(
                     x=math.log10(head[0]), y=math.log10(head[1]), xref="x", yref="y",
                     ax=math.log10(tail[0]), ay=math.log10(tail[1]), axref="x", ayref="y",
@@ -183,7 +184,8 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
     if annotations:
         c0 = comparisons[0]
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines",
-                                 name=f"fusion ({c0.baseline.policy} → {c0.candidate.policy})",
+                                 name=f"fusion ({esc(c0.baseline.policy)} → "
+                                      f"{esc(c0.candidate.policy)})",
                                  line=dict(color="rgba(70,80,95,0.7)", width=1.5),
                                  legendgroup="kernels", hoverinfo="skip"))
     notes = []
@@ -191,7 +193,7 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
         notes.append(f"Not plotted (no FLOPs or no HBM traffic, so no point on a log-log "
                      f"roofline; see the time breakdown): {shorten(', '.join(skipped), 150)}")
     lay = base_layout(
-        620, f"Roofline · {esc(hw.display_name)} ({hw.name})",
+        620, f"Roofline · {esc(hw.display_name)} ({esc(hw.name)})",
         xaxis=log_axis("arithmetic intensity (FLOP per HBM byte)", x_lo, x_hi, plain_tick),
         yaxis=log_axis("achieved FLOP/s (FLOPs ÷ predicted time)", y_lo, y_hi,
                         lambda v: si(v)),
@@ -199,14 +201,14 @@ def roofline_figure(preds: Sequence[Prediction], comparisons: Sequence[Compariso
                     groupclick="toggleitem", font=dict(size=12), tracegroupgap=14),
         hovermode="closest", showlegend=True)
     lay["margin"] = dict(l=80, r=250, t=60, b=90 if notes else 60)
-    fig.update_layout(**lay)
-    for a in annotations:
-        fig.add_annotation(**a)
     if notes:
-        fig.add_annotation(text=esc(notes[0]), xref="paper", yref="paper", x=0,
-                           y=-0.13, xanchor="left", yanchor="top", showarrow=False,
-                           font=dict(size=11, color="#5f6b7a"))
-    fig.layout.meta = {"skipped": skipped, "arrows": len(annotations)}
+        annotations.append(dict(text=esc(notes[0]), xref="paper", yref="paper", x=0,
+                                y=-0.13, xanchor="left", yanchor="top", showarrow=False,
+                                font=dict(size=11, color="#5f6b7a")))
+    # one layout update: add_annotation per arrow re-validates all earlier ones (quadratic)
+    fig.update_layout(**lay, annotations=annotations)
+    fig.layout.meta = {"skipped": list(skipped),
+                       "arrows": len(annotations) - (1 if notes else 0)}
     return fig
 
 

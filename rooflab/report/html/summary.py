@@ -68,12 +68,7 @@ def summary_html(preds: Sequence[Prediction], comparisons: Sequence[Comparison],
              "<h2>Summary</h2>", html_table(head, rows, "summary")]
     if comparisons:
         parts.append(_fusion_table(comparisons, top))
-    notes = []
-    for p in preds:
-        for n in p.notes:
-            line = f"{p.hardware.name}: {n}"
-            if line not in notes:
-                notes.append(line)
+    notes = list(dict.fromkeys(f"{p.hardware.name}: {n}" for p in preds for n in p.notes))
     if notes:
         parts.append("<ul class=notes>" + "".join(f"<li>{e(n)}</li>" for n in notes[:12])
                      + "</ul>")

@@ -53,7 +53,7 @@ def validation_figures(vf) -> list[go.Figure]:
         pts = [(c, s, k) for c, s, k in rows if k.op_class == cls]
         sc.add_trace(go.Scatter(
             x=[k.measured_s for *_, k in pts], y=[k.predicted_s for *_, k in pts],
-            mode="markers", name=cls, legendgroup="cls", legendgrouptitle_text="kernels by op class",
+            mode="markers", name=esc(cls), legendgroup="cls", legendgrouptitle_text="kernels by op class",
             marker=dict(size=9, color=op_color(cls, seen), opacity=0.85,
                         line=dict(color="white", width=1)),
             error_x=dict(type="data", symmetric=False, thickness=1, width=0,
@@ -70,7 +70,7 @@ def validation_figures(vf) -> list[go.Figure]:
             marker=dict(symbol="star", size=13, color="#f2c14e",
                         line=dict(color="#1d2733", width=1)),
             hovertext=[f"<b>{esc(c.case)}</b><br>schedule {esc(s.schedule)} "
-                       f"({s.launch} launch)<br>predicted {format_time(s.predicted_s)} · measured "
+                       f"({esc(s.launch)} launch)<br>predicted {format_time(s.predicted_s)} · measured "
                        f"{format_time(s.measured_s)}<br>error "
                        f"{(s.predicted_s - s.measured_s) / s.measured_s:+.1%}"
                        for c, s in scheds],
@@ -102,9 +102,9 @@ def validation_figures(vf) -> list[go.Figure]:
                 counts[min(nbins - 1, max(0, int((v - start) // size)))] += 1
         edges = [start + i * size for i in range(nbins)]
         hist.add_trace(go.Bar(
-            x=[e + size / 2 for e in edges], y=counts, width=[size * 0.94] * nbins, name=cls,
+            x=[e + size / 2 for e in edges], y=counts, width=[size * 0.94] * nbins, name=esc(cls),
             marker_color=op_color(cls, seen), marker_line_width=0,
-            hovertext=[f"{cls}: {n} kernel{'s' if n != 1 else ''} with error "
+            hovertext=[f"{esc(cls)}: {n} kernel{'s' if n != 1 else ''} with error "
                        f"{e:+g}% to {e + size:+g}%" for e, n in zip(edges, counts)],
             hovertemplate="%{hovertext}<extra></extra>"))
     shapes = []
@@ -136,7 +136,7 @@ def _validation_hover(case, sched: str, k) -> str:
         f"ops: {wrap_hover(k.ops, ' → ')}",
         f"predicted {format_time(k.predicted_s)} · measured {format_time(k.measured_s)} "
         f"(p20–p80 {format_time(k.measured_p20_s)}–{format_time(k.measured_p80_s)})",
-        f"error: <b>{k.error:+.1%}</b> · predicted bound {k.bound}",
+        f"error: <b>{k.error:+.1%}</b> · predicted bound {esc(k.bound)}",
         f"{format_flops(k.flops)}, {format_bytes(k.hbm_bytes)} HBM"])
 
 
