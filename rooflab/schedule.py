@@ -149,6 +149,7 @@ class _Grouper:
         self.anchor: list[Role] = []
         self.fusion: list[str] = []
         self.deps: list[set[int]] = []
+        self.readers: list[set[int]] = []      # the reverse of deps
         self.min_pos: list[int] = []
         self.max_pos: list[int] = []
         # per-group facts kept as ops join, so each legality check is O(1), not a rescan
@@ -168,6 +169,7 @@ class _Grouper:
         self.anchor.append(anchor)
         self.fusion.append(fusion)
         self.deps.append(set())
+        self.readers.append(set())
         self.min_pos.append(ops[0])
         self.max_pos.append(ops[0])
         self.out_sizes.append(set())
@@ -201,18 +203,29 @@ class _Grouper:
             p = self.producer.get(self.view(t))
             if p is not None and p in self.group_of and self.group_of[p] != gid:
                 self.deps[gid].add(self.group_of[p])
+                self.readers[self.group_of[p]].add(gid)
 
     def _depends_on(self, h: int, g: int) -> bool:
-        """Does group h (transitively) read from group g?"""
-        stack, seen = [h], {h}
-        while stack:
-            x = stack.pop()
-            for d in self.deps[x]:
+        """Does group h (transitively) read from group g, through groups that end at or after
+        g's first op? Searched from both ends in step, so the answer costs the smaller side:
+        a long chain next to a long independent one would otherwise rescan the other chain's
+        whole ancestry on every join."""
+        first = self.min_pos[g]
+        fwd, fseen = [h], {h}          # from h along deps
+        bwd, bseen = [g], {g}          # from g along readers
+        while fwd and bwd:
+            for d in self.deps[fwd.pop()]:
                 if d == g:
                     return True
-                if d not in seen and self.max_pos[d] >= self.min_pos[g]:
-                    seen.add(d)
-                    stack.append(d)
+                if d not in fseen and self.max_pos[d] >= first:
+                    fseen.add(d)
+                    fwd.append(d)
+            for r in self.readers[bwd.pop()]:
+                if r == h:
+                    return True
+                if r not in bseen and self.max_pos[r] >= first:
+                    bseen.add(r)
+                    bwd.append(r)
         return False
 
     def _numel(self, t: str) -> int:

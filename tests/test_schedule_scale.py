@@ -65,3 +65,31 @@ def test_reduction_chain_makes_one_kernel_per_reduction_and_says_why(write_yaml,
     assert reasons.count("joining would make a cycle between kernels") == 999
     assert reasons[-1] == f"tail iterates over {2 * N} elements, the kernel over {N}"
     assert len(reasons) == 2 * 999 + 1
+
+
+def test_a_chain_reading_a_long_unfusable_chain_joins_its_own_kernel(write_yaml, h200):
+    # Chain b: 1000 data-dependent relus, none can fuse (1000 kernels, 1000 refusals, each
+    # naming the relu). Chain a: each add reads the previous a and this step's relu and joins
+    # chain a's kernel (the relu's kernel does not depend on it), which therefore runs last.
+    path = write_yaml(f"""
+        name: two_chains
+        params: {{n: 1000}}
+        tensors:
+          a0: {{shape: [{ROWS}, {COLS}], dtype: bf16}}
+          b0: {{shape: [{ROWS}, {COLS}], dtype: bf16}}
+        ops:
+          - {{name: sa, kind: scale, factor: 1.0, inputs: [a0], outputs: [a]}}
+          - {{name: sb, kind: scale, factor: 1.0, inputs: [b0], outputs: [b]}}
+          - repeat: n
+            name: step
+            carry: {{a: a2, b: b2}}
+            ops:
+              - {{name: r, kind: relu, data_dependent: true, inputs: [b], outputs: [b2]}}
+              - {{name: s, kind: add, inputs: [a, b2], outputs: [a2]}}
+        """)
+    p = api.predict(path, h200, "fused")
+    assert len(p.kernels) == 1002
+    assert [k.ops for k in p.kernels[:2]] == [("sb",), ("step[0].r",)]
+    assert p.kernels[-1].ops == ("sa",) + tuple(f"step[{i}].s" for i in range(1000))
+    assert [r.reason for r in p.schedule.refusals] == [
+        f"step[{i}].r is data-dependent control flow" for i in range(1000)]
