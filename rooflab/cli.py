@@ -88,8 +88,8 @@ def predict(
     force: Annotated[bool, typer.Option("--force", help="Let --html overwrite an existing file.")] = False,
 ):
     """Predict FLOPs, HBM bytes, launches and time per kernel, and the schedule's totals."""
-    from rooflab import api, compare as cmp, workload as wl
-    from rooflab.report import jsonout, table
+    from rooflab import api, workload as wl
+    from rooflab.report import comparison, jsonout, table
 
     overrides = wl.parse_sets(sets)
     graph = api.load_workload(workload, overrides)
@@ -103,11 +103,11 @@ def predict(
         html_report.write_predictions(html, preds, comparisons, force=force)
     if as_json:
         out = jsonout.PredictionsJSON(predictions=[jsonout.prediction_json(p) for p in preds],
-                                      comparisons=[cmp.comparison_json(c) for c in comparisons])
+                                      comparisons=[jsonout.comparison_json(c) for c in comparisons])
         typer.echo(out.dump())
         return
     blocks = [table.render(p, all_kernels=all_kernels) for p in preds]
-    blocks += [cmp.render(c) for c in comparisons]
+    blocks += [comparison.render(c) for c in comparisons]
     if html:
         blocks.append(f"wrote {html}")
     typer.echo("\n\n".join(blocks))
@@ -233,6 +233,7 @@ def fusions(
 ):
     """Rank a workload's fusion opportunities by the time they save."""
     from rooflab import api, compare as cmp, workload as wl
+    from rooflab.report import comparison, jsonout
 
     graph = api.load_workload(workload, wl.parse_sets(sets))
     hw = api.load_hardware(hardware)
@@ -243,9 +244,9 @@ def fusions(
     c = cmp.compare(api.predict_graph(graph, hw, baseline, launch),
                     api.predict_graph(graph, hw, schedule, launch))
     if as_json:
-        typer.echo(cmp.comparison_json(c).model_dump_json(indent=2))
+        typer.echo(jsonout.comparison_json(c).model_dump_json(indent=2))
         return
-    typer.echo(cmp.render_ranking(c, top))
+    typer.echo(comparison.render_ranking(c, top))
 
 
 # ------------------------------------------------------------------------------ report
@@ -278,6 +279,10 @@ def report(
 
 
 def main() -> None:
+    # A 100,000-op graph is millions of long-lived objects without cycles; at the default
+    # thresholds the cyclic collector rescans them over and over (two thirds of the run).
+    import gc
+    gc.set_threshold(50_000, 1000, 1000)
     app()
 
 

@@ -3,6 +3,7 @@
 Kernels of the two schedules are matched by the ops they hold: a set of baseline kernels whose
 ops make up exactly one candidate kernel is one fusion. Its savings are the baseline kernels'
 totals minus the fused kernel's (HBM bytes, launches, time including launch costs).
+This module computes; rooflab.report.comparison renders the text, rooflab.report.jsonout the JSON.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import re
 from dataclasses import dataclass
 
 from rooflab.cost import Prediction
-from rooflab.units import format_bytes, format_time
 
 _IDX = re.compile(r"\[\d+\]")
 
@@ -75,61 +75,3 @@ def compare(baseline: Prediction, candidate: Prediction) -> Comparison:
                for key, (k, n, hbm, launches, t, stop) in groups.items()]
     fusions.sort(key=lambda f: -f.time_saved_s)
     return Comparison(baseline, candidate, tuple(fusions))
-
-
-def _summary(c: Comparison) -> str:
-    a, b = c.baseline, c.candidate
-    return (f"{b.policy} vs {a.policy} on {a.hardware.name} ({a.launch} launch): "
-            f"{format_time(a.totals.time_s)} → {format_time(b.totals.time_s)} "
-            f"({c.speedup:.2f}× faster, saves {format_time(c.time_saved_s)}); "
-            f"HBM {format_bytes(a.totals.hbm_bytes)} → {format_bytes(b.totals.hbm_bytes)}; "
-            f"kernels {a.totals.kernels} → {b.totals.kernels}")
-
-
-def render(c: Comparison, top: int = 30) -> str:
-    """The --compare section: summary line, then one row per fusion."""
-    from rooflab.report.table import grid
-    rows = []
-    for f in c.fusions[:top]:
-        rows.append([f.kernel + (f" ×{f.count}" if f.count > 1 else ""), "→".join(f.ops),
-                     f.fusion, format_bytes(f.hbm_bytes_saved), str(f.launches_saved),
-                     format_time(f.time_saved_s),
-                     (f.stopped_by[0] + (f" (+{len(f.stopped_by) - 1} more)" if len(f.stopped_by) > 1 else ""))
-                     if f.stopped_by else ""])
-    out = [_summary(c)]
-    if rows:
-        out += ["", grid(["fused kernel", "ops", "fusion", "HBM saved", "launches saved",
-                          "time saved", "stopped growing because"], rows, left={0, 1, 2, 6})]
-        if len(c.fusions) > top:
-            out.append(f"… {len(c.fusions) - top} more fusions (--json lists all)")
-    else:
-        out.append("no fusions: the two schedules group the ops the same way")
-    return "\n".join(out)
-
-
-def render_ranking(c: Comparison, top: int = 20) -> str:
-    """`rooflab fusions`: one sentence per opportunity, largest time saved first."""
-    hw = c.baseline.hardware.name
-    lines = [_summary(c), ""]
-    for i, f in enumerate(c.fusions[:top], 1):
-        times = f" (×{f.count}: {f.kernel})" if f.count > 1 else f" ({f.kernel})"
-        lines.append(f"{i:2d}. {' → '.join(f.ops)}: {f.fusion} fusion saves "
-                     f"{format_time(f.time_saved_s)} and {format_bytes(f.hbm_bytes_saved)} "
-                     f"on {hw}{times}")
-        for s in f.stopped_by[:2]:
-            lines.append(f"      stopped: {s}")
-    if not c.fusions:
-        lines.append("no fusion opportunities under this schedule")
-    return "\n".join(lines)
-
-
-def comparison_json(c: Comparison):
-    from rooflab.report.jsonout import ComparisonJSON, FusionJSON
-    return ComparisonJSON(
-        baseline=c.baseline.policy, candidate=c.candidate.policy, launch=c.baseline.launch,
-        time_saved_s=c.time_saved_s, speedup=c.speedup, hbm_bytes_saved=c.hbm_bytes_saved,
-        launches_saved=c.launches_saved,
-        fusions=[FusionJSON(kernel=f.kernel, ops=list(f.ops), fusion=f.fusion, count=f.count,
-                            hbm_bytes_saved=f.hbm_bytes_saved, launches_saved=f.launches_saved,
-                            time_saved_s=f.time_saved_s, stopped_by=list(f.stopped_by))
-                 for f in c.fusions])

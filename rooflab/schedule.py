@@ -145,8 +145,17 @@ class _Grouper:
         self.anchor: list[Role] = []
         self.fusion: list[str] = []
         self.deps: list[set[int]] = []
+        self.readers: list[set[int]] = []      # the reverse of deps
         self.min_pos: list[int] = []
         self.max_pos: list[int] = []
+        # per-group facts kept as ops join, so each legality check is O(1), not a rescan
+        self.out_sizes: list[set[int]] = []      # element counts of the ops' outputs
+        self.max_out: list[int] = []
+        self.red_in_sizes: list[set[int]] = []   # element counts of the reductions' inputs
+        self.max_red_in: list[int] = []
+        self.first_of: list[dict[Role, int]] = []   # first op of each role, in joining order
+        self.data_dep: list[str | None] = []     # first data-dependent op's name
+        self.prologue_verdict: dict[int, tuple[int, str | None]] = {}   # gid -> (size, why)
         self.refusals: list[Refusal] = []
 
     # -- bookkeeping ---------------------------------------------------------------------
@@ -156,8 +165,15 @@ class _Grouper:
         self.anchor.append(anchor)
         self.fusion.append(fusion)
         self.deps.append(set())
+        self.readers.append(set())
         self.min_pos.append(ops[0])
         self.max_pos.append(ops[0])
+        self.out_sizes.append(set())
+        self.max_out.append(0)
+        self.red_in_sizes.append(set())
+        self.max_red_in.append(0)
+        self.first_of.append({})
+        self.data_dep.append(None)
         for i in ops:
             self._add(gid, i)
         return gid
@@ -167,22 +183,45 @@ class _Grouper:
         self.group_of[i] = gid
         self.min_pos[gid] = min(self.min_pos[gid], i)
         self.max_pos[gid] = max(self.max_pos[gid], i)
+        op = self.g.ops[i]
+        for t in op.outputs:
+            n = self._numel(t)
+            self.out_sizes[gid].add(n)
+            self.max_out[gid] = max(self.max_out[gid], n)
+        self.first_of[gid].setdefault(self.roles[i], i)
+        if self.roles[i] is Role.REDUCTION:
+            n = self._numel(op.inputs[0])
+            self.red_in_sizes[gid].add(n)
+            self.max_red_in[gid] = max(self.max_red_in[gid], n)
+        if op.data_dependent and self.data_dep[gid] is None:
+            self.data_dep[gid] = op.name
         for t in self.g.ops[i].inputs:
             p = self.producer.get(self.view(t))
             if p is not None and p in self.group_of and self.group_of[p] != gid:
                 self.deps[gid].add(self.group_of[p])
+                self.readers[self.group_of[p]].add(gid)
 
     def _depends_on(self, h: int, g: int) -> bool:
-        """Does group h (transitively) read from group g?"""
-        stack, seen = [h], {h}
-        while stack:
-            x = stack.pop()
-            for d in self.deps[x]:
+        """Does group h (transitively) read from group g, through groups that end at or after
+        g's first op? Searched from both ends in step, so the answer costs the smaller side:
+        a long chain next to a long independent one would otherwise rescan the other chain's
+        whole ancestry on every join."""
+        first = self.min_pos[g]
+        fwd, fseen = [h], {h}          # from h along deps
+        bwd, bseen = [g], {g}          # from g along readers
+        while fwd and bwd:
+            for d in self.deps[fwd.pop()]:
                 if d == g:
                     return True
-                if d not in seen and self.max_pos[d] >= self.min_pos[g]:
-                    seen.add(d)
-                    stack.append(d)
+                if d not in fseen and self.max_pos[d] >= first:
+                    fseen.add(d)
+                    fwd.append(d)
+            for r in self.readers[bwd.pop()]:
+                if r == h:
+                    return True
+                if r not in bseen and self.max_pos[r] >= first:
+                    bseen.add(r)
+                    bwd.append(r)
         return False
 
     def _numel(self, t: str) -> int:
@@ -199,7 +238,7 @@ class _Grouper:
             return f"{op.name} is a collective ({op.kind}): it runs on the interconnect"
         if role is Role.OPAQUE:
             return f"{op.name} is an opaque library call"
-        dep = next((self.g.ops[j].name for j in self.groups[gid] if self.g.ops[j].data_dependent), None)
+        dep = self.data_dep[gid]
         if dep:
             return f"{dep} is data-dependent control flow"
         if self.fusion[gid] == "attention":
@@ -207,7 +246,12 @@ class _Grouper:
         if anchor in (Role.COLLECTIVE, Role.OPAQUE, Role.ATTENTION):
             return f"{self.g.ops[self.groups[gid][0]].name} is a fusion barrier ({anchor.value})"
         if role is Role.GEMM:
-            return self._gemm_prologue(gid, i)
+            # the verdict depends only on the group's ops: reuse it until the group grows
+            size = len(self.groups[gid])
+            cached = self.prologue_verdict.get(gid)
+            if cached is None or cached[0] != size:
+                cached = self.prologue_verdict[gid] = (size, self._gemm_prologue(gid, i))
+            return cached[1]
         if role is Role.ATTENTION:
             return "attention kernels take no prologue"
         if role is Role.REDUCTION:
@@ -225,12 +269,12 @@ class _Grouper:
         if not self.policy.allows(anchor, role if role is not Role.GATHER else Role.POINTWISE):
             return f"policy '{self.policy.name}' does not fuse {role.value} into a {anchor.value} kernel"
         if anchor is Role.REDUCTION:
-            red = next(j for j in self.groups[gid] if self.roles[j] is Role.REDUCTION)
+            red = self.first_of[gid][Role.REDUCTION]
             spill = self._row_spills(red)
             if spill:
                 return spill
         if anchor is Role.GEMM:
-            gemm = next(j for j in self.groups[gid] if self.roles[j] is Role.GEMM)
+            gemm = self.first_of[gid][Role.GEMM]
             out = self.g.ops[gemm].outputs[0]
             if self._numel(op.outputs[0]) != self._numel(out):
                 return (f"{op.name} is not elementwise over the GEMM output "
@@ -241,13 +285,14 @@ class _Grouper:
     def _same_space(self, gid: int, i: int, tensor: str) -> str | None:
         """Pointwise work fuses when it iterates over the same number of elements."""
         n = self._numel(tensor)
-        sizes = {self._numel(t) for j in self.groups[gid] for t in self.g.ops[j].outputs}
-        if self.anchor[gid] is Role.REDUCTION:
-            sizes |= {self._numel(self.g.ops[j].inputs[0]) for j in self.groups[gid]
-                      if self.roles[j] is Role.REDUCTION}
-        if n in sizes:
+        if n in self.out_sizes[gid]:
             return None
-        return f"{self.g.ops[i].name} iterates over {n} elements, the kernel over {max(sizes)}"
+        largest = self.max_out[gid]
+        if self.anchor[gid] is Role.REDUCTION:
+            if n in self.red_in_sizes[gid]:
+                return None
+            largest = max(largest, self.max_red_in[gid])
+        return f"{self.g.ops[i].name} iterates over {n} elements, the kernel over {largest}"
 
     def _row_spills(self, i: int) -> str | None:
         if self.hw is None:
@@ -315,19 +360,21 @@ class _Grouper:
     def run(self) -> list[int]:
         if self.policy.attention_pattern:
             self._attention_groups()
-        order = []
+        order, ordered = [], set()
         for i, op in enumerate(self.g.ops):
             if self.roles[i] is Role.VIEW:
                 continue
             if i in self.group_of:
                 gid = self.group_of[i]
-                if gid not in order:
+                if gid not in ordered:
                     order.append(gid)
+                    ordered.add(gid)
                 continue
             gid = self._try_join(i)
             if gid is None:
                 gid = self._new([i], self.roles[i])
                 order.append(gid)
+                ordered.add(gid)
         return order
 
     def _try_join(self, i: int) -> int | None:

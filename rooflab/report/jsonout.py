@@ -12,6 +12,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from rooflab.compare import Comparison
 from rooflab.cost import KernelCost, Prediction
 
 SCHEMA = "rooflab.prediction/1"
@@ -127,6 +128,18 @@ def prediction_json(p: Prediction) -> PredictionJSON:
                           compute_s=t.compute_s, memory_s=t.memory_s, link_s=t.link_s,
                           launch_s=t.launch_s, time_s=t.time_s, bound=t.bound),
         notes=list(p.notes))
+
+
+def comparison_json(c: Comparison) -> ComparisonJSON:
+    """The JSON form of a comparison: totals saved, then every fusion, largest first."""
+    return ComparisonJSON(
+        baseline=c.baseline.policy, candidate=c.candidate.policy, launch=c.baseline.launch,
+        time_saved_s=c.time_saved_s, speedup=c.speedup, hbm_bytes_saved=c.hbm_bytes_saved,
+        launches_saved=c.launches_saved,
+        fusions=[FusionJSON(kernel=f.kernel, ops=list(f.ops), fusion=f.fusion, count=f.count,
+                            hbm_bytes_saved=f.hbm_bytes_saved, launches_saved=f.launches_saved,
+                            time_saved_s=f.time_saved_s, stopped_by=list(f.stopped_by))
+                 for f in c.fusions])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,53 @@
+"""Terminal text of a `Comparison`: the `predict --compare` section and the `rooflab fusions`
+ranking (rooflab.compare computes them)."""
+
+from __future__ import annotations
+
+from rooflab.compare import Comparison
+from rooflab.report.table import grid
+from rooflab.units import format_bytes, format_time
+
+
+def _summary(c: Comparison) -> str:
+    a, b = c.baseline, c.candidate
+    return (f"{b.policy} vs {a.policy} on {a.hardware.name} ({a.launch} launch): "
+            f"{format_time(a.totals.time_s)} → {format_time(b.totals.time_s)} "
+            f"({c.speedup:.2f}× faster, saves {format_time(c.time_saved_s)}); "
+            f"HBM {format_bytes(a.totals.hbm_bytes)} → {format_bytes(b.totals.hbm_bytes)}; "
+            f"kernels {a.totals.kernels} → {b.totals.kernels}")
+
+
+def render(c: Comparison, top: int = 30) -> str:
+    """The --compare section: summary line, then one row per fusion."""
+    rows = []
+    for f in c.fusions[:top]:
+        rows.append([f.kernel + (f" ×{f.count}" if f.count > 1 else ""), "→".join(f.ops),
+                     f.fusion, format_bytes(f.hbm_bytes_saved), str(f.launches_saved),
+                     format_time(f.time_saved_s),
+                     (f.stopped_by[0] + (f" (+{len(f.stopped_by) - 1} more)" if len(f.stopped_by) > 1 else ""))
+                     if f.stopped_by else ""])
+    out = [_summary(c)]
+    if rows:
+        out += ["", grid(["fused kernel", "ops", "fusion", "HBM saved", "launches saved",
+                          "time saved", "stopped growing because"], rows, left={0, 1, 2, 6})]
+        if len(c.fusions) > top:
+            out.append(f"… {len(c.fusions) - top} more fusions (--json lists all)")
+    else:
+        out.append("no fusions: the two schedules group the ops the same way")
+    return "\n".join(out)
+
+
+def render_ranking(c: Comparison, top: int = 20) -> str:
+    """`rooflab fusions`: one sentence per opportunity, largest time saved first."""
+    hw = c.baseline.hardware.name
+    lines = [_summary(c), ""]
+    for i, f in enumerate(c.fusions[:top], 1):
+        times = f" (×{f.count}: {f.kernel})" if f.count > 1 else f" ({f.kernel})"
+        lines.append(f"{i:2d}. {' → '.join(f.ops)}: {f.fusion} fusion saves "
+                     f"{format_time(f.time_saved_s)} and {format_bytes(f.hbm_bytes_saved)} "
+                     f"on {hw}{times}")
+        for s in f.stopped_by[:2]:
+            lines.append(f"      stopped: {s}")
+    if not c.fusions:
+        lines.append("no fusion opportunities under this schedule")
+    return "\n".join(lines)
