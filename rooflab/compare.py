@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from rooflab.cost import Prediction
+from rooflab.terminal import printable
 from rooflab.units import format_bytes, format_time
 
 _IDX = re.compile(r"\[\d+\]")
@@ -98,13 +99,14 @@ def render(c: Comparison, top: int = 30) -> str:
                      if f.stopped_by else ""])
     out = [_summary(c)]
     if rows:
-        out += ["", grid(["fused kernel", "ops", "fusion", "HBM saved", "launches saved",
-                          "time saved", "stopped growing because"], rows, left={0, 1, 2, 6})]
+        out += ["", *grid(["fused kernel", "ops", "fusion", "HBM saved", "launches saved",
+                           "time saved", "stopped growing because"], rows,
+                          left={0, 1, 2, 6}).split("\n")]
         if len(c.fusions) > top:
             out.append(f"… {len(c.fusions) - top} more fusions (--json lists all)")
     else:
         out.append("no fusions: the two schedules group the ops the same way")
-    return "\n".join(out)
+    return "\n".join(printable(line) for line in out)
 
 
 def render_ranking(c: Comparison, top: int = 20) -> str:
@@ -120,7 +122,7 @@ def render_ranking(c: Comparison, top: int = 20) -> str:
             lines.append(f"      stopped: {s}")
     if not c.fusions:
         lines.append("no fusion opportunities under this schedule")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def comparison_json(c: Comparison):
