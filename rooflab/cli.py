@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import functools
+import os
+import stat
 from typing import Annotated, Optional
 
 import typer
 
 from rooflab import __version__
 from rooflab.errors import RooflabError
+from rooflab.terminal import printable
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -25,7 +28,7 @@ def _errors(fn):
         try:
             return fn(*args, **kwargs)
         except RooflabError as e:
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"error: {printable(str(e))}", err=True)
             raise typer.Exit(2) from None
     return wrapper
 
@@ -34,8 +37,58 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+def _names(option: str, value: str, example: str) -> list[str]:
+    """The comma-separated names of `option`; RooflabError when there are none."""
+    names = _split(value)
+    if not names:
+        raise RooflabError(f"{option} {value!r}: expected one or more names, like {example}")
+    return names
+
+
+def _check_output(option: str, path: str, force: bool, make_parents: bool = False) -> None:
+    """Refuse, before any work, an output path that could not be written or would lose a
+    file: a name too long, a folder that is missing (unless `make_parents`) or is a file, a
+    target that is a folder or not a regular file (even with --force), or one that exists
+    without --force."""
+    where = f"{option} {path}"
+    if not path:
+        raise RooflabError(f"{option}: expected a file name")
+    max_name = 255
+    try:
+        max_name = os.pathconf(os.path.dirname(os.path.abspath(path)) or "/", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        pass
+    if any(len(os.fsencode(part)) > max_name for part in path.split(os.sep)) \
+            or len(os.fsencode(os.path.abspath(path))) > 4095:
+        raise RooflabError(f"{option} {path[:40]}… ({len(path)} characters): file name too long")
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        if e.errno == 20:                 # ENOTDIR: some folder on the way is a file
+            raise RooflabError(f"{where}: a part of the path is a file, not a folder") from None
+        raise RooflabError(f"{where}: {e.strerror or e}") from None
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise RooflabError(f"{where}: is a folder; give a file name")
+        if not stat.S_ISREG(st.st_mode):
+            raise RooflabError(f"{where}: exists and is not a regular file; not replacing it")
+        if not force:
+            raise RooflabError(f"{where}: exists; pass --force to overwrite it")
+    parent = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(parent) and make_parents:
+        parent = os.path.dirname(parent)
+    if not os.path.exists(parent):
+        raise RooflabError(f"{where}: folder {os.path.dirname(path)} does not exist")
+    if not os.path.isdir(parent):
+        raise RooflabError(f"{where}: {parent} is a file, not a folder")
+    if not os.access(parent, os.W_OK):
+        raise RooflabError(f"{where}: folder {parent} is not writable")
+
+
 def _launches(value: str) -> list[str]:
-    modes = _split(value)
+    modes = _names("--launch", value, "eager,graph")
     for mode in modes:
         if mode not in ("eager", "graph"):
             raise RooflabError(f"--launch {mode}: expected eager or graph")
@@ -91,11 +144,13 @@ def predict(
     from rooflab import api, workload as wl
     from rooflab.report import comparison, jsonout, table
 
+    if html:
+        _check_output("--html", html, force)             # fail before predicting
     overrides = wl.parse_sets(sets)
     graph = api.load_workload(workload, overrides)
-    gpus = [api.load_hardware(h) for h in _split(hardware)]
-    schedules = _split(compare) if compare else [schedule]
-    if compare and len(schedules) != 2:
+    gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
+    schedules = _split(compare) if compare is not None else [schedule]
+    if compare is not None and len(schedules) != 2:
         raise RooflabError(f"--compare {compare}: expected two schedules, like unfused,fused")
     preds, comparisons = api.predict_matrix(graph, gpus, schedules, _launches(launch))
     if html:
@@ -109,7 +164,7 @@ def predict(
     blocks = [table.render(p, all_kernels=all_kernels) for p in preds]
     blocks += [comparison.render(c) for c in comparisons]
     if html:
-        blocks.append(f"wrote {html}")
+        blocks.append(printable(f"wrote {html}"))
     typer.echo("\n\n".join(blocks))
 
 
@@ -136,6 +191,10 @@ def validate(
     from rooflab import api, workload as wl
     from rooflab.validate import accuracy, suite
 
+    if output and not from_file and not dry_run:
+        _check_output("--output", output, force, make_parents=True)
+    if html:
+        _check_output("--html", html, force)
     hw = api.load_hardware(hardware)
     if workload:
         doc = wl.load_yaml_data(workload)
@@ -178,7 +237,7 @@ def validate(
         raise RooflabError(f"{len(e.failures)} case(s) failed (the rest are in {out}): "
                            + "; ".join(e.failures)) from None
     typer.echo(accuracy.render(accuracy.evaluate(vf, hw), hw))
-    typer.echo(f"wrote {out}")
+    typer.echo(printable(f"wrote {out}"))
     if html:
         _write_validation_html(html, vf, force)
 
@@ -186,7 +245,7 @@ def validate(
 def _write_validation_html(path: str, vf, force: bool) -> None:
     from rooflab.report import html as html_report
     html_report.write_validation(path, vf, force=force)
-    typer.echo(f"wrote {path}")
+    typer.echo(printable(f"wrote {path}"))
 
 
 @app.command()
@@ -205,6 +264,7 @@ def calibrate(
 
     if not gpu:
         raise RooflabError("calibrate measures only with --gpu")
+    _check_output("--output", output, force)
     out = Path(output)
     if out.exists() and not force:
         raise RooflabError(f"{out} exists; pass --force to overwrite it")
@@ -215,7 +275,7 @@ def calibrate(
     prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
     raw = Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json"
     cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True))
-    typer.echo(f"wrote {out} and {raw}")
+    typer.echo(printable(f"wrote {out} and {raw}"))
 
 
 # ------------------------------------------------------------------------------ fusions
@@ -235,6 +295,8 @@ def fusions(
     from rooflab import api, compare as cmp, workload as wl
     from rooflab.report import comparison, jsonout
 
+    if top < 0:
+        raise RooflabError(f"--top {top}: expected a count of zero or more")
     graph = api.load_workload(workload, wl.parse_sets(sets))
     hw = api.load_hardware(hardware)
     modes = _launches(launch)
@@ -267,15 +329,16 @@ def report(
     from rooflab import api, workload as wl
     from rooflab.report import html as html_report
 
-    html_report.check_target(output, force)          # fail before predicting
+    _check_output("--output", output, force)           # fail before predicting
+    html_report.check_target(output, force)
     graph = api.load_workload(workload, wl.parse_sets(sets))
-    gpus = [api.load_hardware(h) for h in _split(hardware)]
+    gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
     schedules = _split(compare)
     if not schedules:
         raise RooflabError(f"--compare {compare!r}: expected schedules, like unfused,fused")
     preds, comparisons = api.predict_matrix(graph, gpus, schedules, _launches(launch))
     html_report.write_predictions(output, preds, comparisons, force=force)
-    typer.echo(f"wrote {output} ({Path(output).stat().st_size / 1e6:.1f} MB)")
+    typer.echo(printable(f"wrote {output} ({Path(output).stat().st_size / 1e6:.1f} MB)"))
 
 
 def main() -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rooflab import bundled
 from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
@@ -31,19 +31,31 @@ class _Strict(BaseModel):
 
 class Figure(_Strict):
     """One number and where it came from (a key of the spec's `sources`)."""
-    value: float = Field(gt=0)
+    value: float = Field(gt=0, allow_inf_nan=False)
     source: str
     note: str | None = None
 
 
 class Fraction(Figure):
-    value: float = Field(gt=0, le=1)
+    value: float = Field(gt=0, le=1, allow_inf_nan=False)
+
+
+class Count(Figure):
+    """A figure that counts things (SMs): a positive whole number."""
+
+    @field_validator("value")
+    @classmethod
+    def _whole(cls, v: float) -> float:
+        if not v.is_integer():
+            raise ValueError(f"must be a whole number, got {v:g}")
+        return v
 
 
 class Curve(_Strict):
     """Achieved fraction of peak HBM bandwidth against bytes a kernel moves (read + write), as
     [[MB, fraction], ...] with MB increasing: small kernels do not reach the asymptote."""
-    points: list[tuple[float, float]] = Field(min_length=2)
+    points: list[tuple[Annotated[float, Field(allow_inf_nan=False)],
+                       Annotated[float, Field(allow_inf_nan=False)]]] = Field(min_length=2)
     source: str
     note: str | None = None
 
@@ -99,7 +111,7 @@ class HardwareFile(_Strict):
     tensor_tflops: dict[str, Figure]  # dense peaks; a dtype here has a tensor-core GEMM path
     vector_tflops: dict[str, Figure]
     memory: MemorySpec
-    sm_count: Figure
+    sm_count: Count
     boost_clock_mhz: Figure
     sfu_per_clk_per_sm: Figure | None = None   # exp/rcp/rsqrt results per clock per SM
     # int4/int8 weights a weight-only GEMM kernel dequantizes per second (unpack, convert,

@@ -19,6 +19,7 @@ File layout (see docs/workloads.md):
 
 from __future__ import annotations
 
+import keyword
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,18 @@ from rooflab import bundled
 from rooflab import ops as oplib
 from rooflab.dtypes import known_names, lookup
 from rooflab.errors import RooflabError
-from rooflab.expr import ExprError, evaluate
+from rooflab.expr import MAX_VALUE, ExprError, check_magnitude, evaluate
 from rooflab.graph import Graph, Op, Tensor
 from rooflab.yamlio import Located, did_you_mean, format_loc, load_yaml, raise_first
 
 WORKLOAD_DIR = bundled.WORKLOAD_DIR     # the bundled workloads (rooflab/bundled.py says where)
+
+# Largest graph built: ops (and, apart, tensors) after every repeat is expanded. The count is
+# worked out from the repeat counts before expanding, so `repeat: 1000000000` is refused at
+# once instead of filling memory. predict takes about 10 s and 1 GB per 100,000 ops.
+MAX_OPS = 1_000_000
+# Largest tensor, in bytes.
+MAX_TENSOR_BYTES = 2 ** 63
 
 
 class _Strict(BaseModel):
@@ -74,6 +82,10 @@ class WorkloadFile(_Strict):
 def resolve_params(declared: dict[str, int | str], overrides: dict[str, int],
                    doc: Located | None = None) -> dict[str, int]:
     """Parameter values in declaration order, `overrides` (from --set) replacing defaults."""
+    for i, k in enumerate(declared):
+        if not (isinstance(k, str) and k.isidentifier()) or keyword.iskeyword(k):
+            raise _err(doc, f"parameter name '{k}' is not an identifier (letters, digits and _, "
+                       "not starting with a digit), so no expression could use it", ("params", k))
     for k in overrides:
         if k not in declared:
             known = ", ".join(declared) or "none"
@@ -83,7 +95,8 @@ def resolve_params(declared: dict[str, int | str], overrides: dict[str, int],
     values: dict[str, int] = {}
     for k, raw in declared.items():
         try:
-            v = overrides[k] if k in overrides else evaluate(raw, values)
+            v = (check_magnitude(overrides[k], f"--set {k}") if k in overrides
+                 else evaluate(raw, values))
         except ExprError as e:
             raise _err(doc, str(e), ("params", k)) from None
         if v <= 0:
@@ -112,6 +125,7 @@ class _Builder:
 
     # -- expansion ---------------------------------------------------------------------
     def expand(self) -> None:
+        self._check_size(self.spec.ops, ("ops",))
         top = {}
         for name, ts in self.spec.tensors.items():
             self.declared[name] = (ts, ("tensors", name))
@@ -155,13 +169,38 @@ class _Builder:
                 parsed.append(("op", self._validate_op(item, iloc), iloc))
         return parsed
 
-    def _repeat(self, spec: RepeatSpec, loc, names: dict[str, str], prefix: str, block: str):
+    def _check_size(self, items, loc) -> tuple[int, int]:
+        """(ops, tensors) that `items` expand to; RooflabError, at the repeat that crosses it,
+        when either exceeds MAX_OPS. Nothing is expanded to find out."""
+        parsed = self._parsed.get(id(items))
+        if parsed is None:
+            parsed = self._parsed[id(items)] = self._parse_items(items, loc)
+        ops = tensors = 0
+        for what, spec, iloc in parsed:
+            if what == "op":
+                ops += 1
+                continue
+            count = self._repeat_count(spec, iloc)
+            inner_ops, inner_tensors = self._check_size(spec.ops, iloc + ("ops",))
+            ops += count * inner_ops
+            tensors += count * (inner_tensors + len(spec.tensors))
+            if ops > MAX_OPS or tensors > MAX_OPS:
+                raise _err(self.doc, f"the workload would expand to more than {MAX_OPS:,} "
+                           f"{'ops' if ops > MAX_OPS else 'tensors'} ({count:,} repeats of "
+                           f"{inner_ops:,} ops here)", iloc + ("repeat",))
+        return ops, tensors
+
+    def _repeat_count(self, spec: RepeatSpec, loc) -> int:
         try:
             count = evaluate(spec.repeat, self.params)
         except ExprError as e:
             raise _err(self.doc, str(e), loc + ("repeat",)) from None
         if count <= 0:
             raise _err(self.doc, f"repeat count must be positive, got {count}", loc + ("repeat",))
+        return count
+
+    def _repeat(self, spec: RepeatSpec, loc, names: dict[str, str], prefix: str, block: str):
+        count = self._repeat_count(spec, loc)
         for outer_name in spec.carry:
             if outer_name not in names:
                 raise _err(self.doc, f"carry names '{outer_name}', which is not a tensor outside "
@@ -318,6 +357,13 @@ class _Builder:
                 raise _err(self.doc, f"dimension {j} is {v} ({d}); dimensions must be positive",
                            loc + ("shape", j), place=f"tensor {g}")
             shape.append(v)
+        numel = 1
+        for v in shape:
+            numel *= v
+        if dt.nbytes(numel) > MAX_TENSOR_BYTES:
+            raise _err(self.doc, f"shape {shape} {dt.name} is {dt.nbytes(numel):.3g} bytes; a "
+                       "tensor may have at most 2**63 bytes", loc + ("shape",),
+                       place=f"tensor {g}")
         return Tensor(g, tuple(shape), dt)
 
     def _toposort(self) -> list[int]:
@@ -410,13 +456,24 @@ def parse_sets(items: list[str]) -> dict[str, int]:
     out = {}
     for item in items:
         key, sep, val = item.partition("=")
-        key = key.strip()
+        key, val = key.strip(), val.strip()
+        shown = item if len(item) <= 60 else item[:40] + f"… ({len(item)} characters)"
         if not sep or not key:
-            raise RooflabError(f"--set {item}: expected name=value")
+            raise RooflabError(f"--set {shown}: expected name=value")
+        if key in out:
+            raise RooflabError(f"--set {key}: given twice")
+        # 19 digits bound 2**63; refusing longer text first keeps int() off 5,000-digit input
+        digits = val.lstrip("+-").replace("_", "")
+        if len(digits) > 19 or not digits.isdigit():
+            if digits.isdigit():
+                raise RooflabError(f"--set {shown}: value exceeds 2**63")
+            raise RooflabError(f"--set {shown}: value must be an integer")
         try:
-            out[key] = int(val.strip())
+            out[key] = int(val)
         except ValueError:
-            raise RooflabError(f"--set {item}: value must be an integer") from None
+            raise RooflabError(f"--set {shown}: value must be an integer") from None
         if out[key] <= 0:
-            raise RooflabError(f"--set {item}: value must be positive")
+            raise RooflabError(f"--set {shown}: value must be positive")
+        if out[key] > MAX_VALUE:
+            raise RooflabError(f"--set {shown}: value exceeds 2**63")
     return out

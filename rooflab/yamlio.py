@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +44,53 @@ class Located:
                             place=place if place is not None else format_loc(loc))
 
 
+# Largest YAML file read (bytes): a flat 100,000-op workload is about 10 MB.
+MAX_FILE_BYTES = 64 * 1024 * 1024
+# Largest node count the document would have with its aliases expanded (a "billion laughs"
+# file of nested aliases is small on disk but huge once built).
+MAX_NODES = 10_000_000
+
+
+def read_file(path: str | Path, what: str) -> bytes:
+    """The bytes of a regular file of at most MAX_FILE_BYTES; RooflabError naming the file
+    for a missing, special (FIFO, device), unreadable or oversized one. Never blocks."""
+    name = str(path)
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise RooflabError(f"{what} file not found", file=name) from None
+    except IsADirectoryError:
+        raise RooflabError(f"is a directory, expected a {what} YAML file", file=name) from None
+    except OSError as e:
+        raise RooflabError(f"cannot read the {what} file: {e.strerror or e}", file=name) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise RooflabError(f"is a directory, expected a {what} YAML file", file=name)
+        if not stat.S_ISREG(st.st_mode):
+            raise RooflabError(f"not a regular file (a FIFO, device or socket), expected a "
+                               f"{what} YAML file", file=name)
+        if st.st_size > MAX_FILE_BYTES:
+            raise RooflabError(f"file is {st.st_size} bytes; a {what} file may have at most "
+                               f"{MAX_FILE_BYTES} ({MAX_FILE_BYTES >> 20} MiB)", file=name)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise RooflabError(f"cannot read the {what} file: {e.strerror or e}", file=name) from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_FILE_BYTES:          # grew while we read it
+        raise RooflabError(f"a {what} file may have at most {MAX_FILE_BYTES} bytes", file=name)
+    return raw
+
+
 def load_yaml(path: str | Path, what: str) -> Located:
-    """Read a YAML mapping from `path`; every failure is a RooflabError naming the file."""
+    """Read a YAML mapping from `path`; every failure is a RooflabError naming the file.
+    Duplicate keys in a mapping are refused (YAML would silently keep the last)."""
     path = Path(path)
     name = str(path)
-    if not path.exists():
-        raise RooflabError(f"{what} file not found", file=name)
-    if path.is_dir():
-        raise RooflabError(f"is a directory, expected a {what} YAML file", file=name)
-    raw = path.read_bytes()
+    raw = read_file(path, what)
     if b"\0" in raw:
         raise RooflabError(f"binary file, expected a {what} YAML file", file=name)
     try:
@@ -62,6 +102,8 @@ def load_yaml(path: str | Path, what: str) -> Located:
         raise RooflabError(f"empty file, expected a {what} YAML file", file=name)
     try:
         data, node = _parse(text)
+    except RooflabError as e:
+        raise e.with_file(name) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
@@ -77,14 +119,49 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when present
 
 
 def _parse(text: str):
-    """Compose the node tree once (it keeps line marks) and build the data from it."""
+    """Compose the node tree once (it keeps line marks), check it, and build the data from it."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_nodes(node)
         data = loader.construct_document(node) if node is not None else None
     finally:
         loader.dispose()
     return data, node
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    """Refuse duplicate mapping keys and documents that expand past MAX_NODES; a RooflabError
+    (without the file, which the caller adds) at the second key's line."""
+    size: dict[int, int] = {}          # node id -> nodes under it, aliases expanded
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in size:
+            continue
+        kids = ([n for kv in node.value for n in kv] if isinstance(node, yaml.MappingNode)
+                else node.value if isinstance(node, yaml.SequenceNode) else [])
+        if done:
+            n = 1 + sum(size[id(k)] for k in kids)
+            if n > MAX_NODES:
+                raise RooflabError(f"the document expands to more than {MAX_NODES} nodes "
+                                   "(aliases repeat their anchor)", line=node.start_mark.line + 1)
+            size[id(node)] = n
+            continue
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for k, _ in node.value:
+                if not isinstance(k, yaml.ScalarNode) or k.value == "<<":
+                    continue
+                key = (k.tag, k.value)
+                if key in seen:
+                    raise RooflabError(f"duplicate key '{k.value}' (first at line {seen[key]}); "
+                                       "YAML would keep only the last",
+                                       line=k.start_mark.line + 1)
+                seen[key] = k.start_mark.line + 1
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in size)
 
 
 def format_loc(loc: tuple) -> str:

@@ -225,7 +225,8 @@ def test_cli_refuses_to_overwrite(tmp_path, args):
     assert r.exit_code == 2, r.output
     err = r.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in r.output
-    assert err == f"error: {out} exists; pass --force to overwrite"
+    option = "--output" if args[0] == "report" else "--html"
+    assert err == f"error: {option} {out}: exists; pass --force to overwrite it"
     assert out.read_text() == "precious" and out.stat().st_mtime_ns == mtime
     r = runner.invoke(app, args + [str(out), "--force"])
     assert r.exit_code == 0, r.output + r.stderr

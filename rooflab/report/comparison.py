@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rooflab.compare import Comparison
 from rooflab.report.table import grid
+from rooflab.terminal import printable
 from rooflab.units import format_bytes, format_time
 
 
@@ -28,13 +29,14 @@ def render(c: Comparison, top: int = 30) -> str:
                      if f.stopped_by else ""])
     out = [_summary(c)]
     if rows:
-        out += ["", grid(["fused kernel", "ops", "fusion", "HBM saved", "launches saved",
-                          "time saved", "stopped growing because"], rows, left={0, 1, 2, 6})]
+        out += ["", *grid(["fused kernel", "ops", "fusion", "HBM saved", "launches saved",
+                           "time saved", "stopped growing because"], rows,
+                          left={0, 1, 2, 6}).split("\n")]
         if len(c.fusions) > top:
             out.append(f"… {len(c.fusions) - top} more fusions (--json lists all)")
     else:
         out.append("no fusions: the two schedules group the ops the same way")
-    return "\n".join(out)
+    return "\n".join(printable(line) for line in out)
 
 
 def render_ranking(c: Comparison, top: int = 20) -> str:
@@ -50,4 +52,4 @@ def render_ranking(c: Comparison, top: int = 20) -> str:
             lines.append(f"      stopped: {s}")
     if not c.fusions:
         lines.append("no fusion opportunities under this schedule")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rooflab import hardware
 from rooflab.hardware import Hardware
 from rooflab.report.table import grid
+from rooflab.terminal import printable
 
 
 def _tf(hw: Hardware, fam: str) -> str:
@@ -23,7 +24,7 @@ def render_list() -> str:
     cols = ["name", "GPU", "bf16 TF", "fp8 TF", "fp4 TF", "fp32 vec TF", "HBM GB", "HBM TB/s",
             "L2 MB", "link GB/s"]
     return ("Dense peaks in TFLOP/s (no 2:4 sparsity); link = interconnect, one direction.\n\n"
-            + grid(cols, rows, left={0, 1}))
+            + grid(cols, rows, left={0, 1}))            # grid escapes the cells
 
 
 def render_show(hw: Hardware) -> str:
@@ -73,7 +74,7 @@ def render_show(hw: Hardware) -> str:
     add("achieved: vector", e.vector, "of peak")
     add("achieved: HBM", e.hbm, "of peak")
     add("achieved: interconnect", e.interconnect, "of peak")
-    lines.append(grid(["figure", "value", "source", "note"], rows, left={0, 1, 2, 3}))
+    lines += grid(["figure", "value", "source", "note"], rows, left={0, 1, 2, 3}).split("\n")
     lines.append("")
     paths = ", ".join(spec.tensor_tflops) or "none"
     lines.append(f"tensor-core GEMM paths: {paths}")
@@ -85,4 +86,4 @@ def render_show(hw: Hardware) -> str:
     lines.append("sources:")
     for key, text in spec.sources.items():
         lines.append(f"  [{key}] {text}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)     # a spec file's text, escaped

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from rooflab.cost import KernelCost, Prediction
+from rooflab.terminal import printable
 from rooflab.units import format_bytes, format_flops, format_intensity, format_time
 
 _BLOCK_INDEX = re.compile(r"\[\d+\]")
@@ -91,10 +92,11 @@ def render(pred: Prediction, all_kernels: bool = False, max_name: int = 34) -> s
                      f"{format_time(t.link_s)}")
     for n in pred.notes:
         lines.append(f"note: {n}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)    # names come from the user's files
 
 
 def _grid(cols: list[str], body: list[list[str]], total: list[str] | None = None) -> list[str]:
+    body = [[printable(c) for c in r] for r in body]
     rows = [cols] + body + ([total] if total else [])
     widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
     left = {0, 1, 3, 10}
@@ -111,7 +113,9 @@ def _grid(cols: list[str], body: list[list[str]], total: list[str] | None = None
 
 
 def grid(cols: list[str], body: list[list[str]], left: set[int] = frozenset({0})) -> str:
-    """A generic aligned table (first column left-aligned unless told otherwise)."""
+    """A generic aligned table (first column left-aligned unless told otherwise); control
+    characters in the cells are shown as escapes."""
+    body = [[printable(c) for c in r] for r in body]
     rows = [cols] + body
     widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
 
