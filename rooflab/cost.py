@@ -71,6 +71,11 @@ class KernelCost:
         """Arithmetic intensity, FLOP per HBM byte (inf when nothing crosses HBM)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
 
+    @property
+    def busy_bound(self) -> str:
+        """What bounds the kernel's busy time, launches aside: compute, memory or link."""
+        return _bound(self.compute_s, self.memory_s, self.link_s, 0.0)
+
 
 @dataclass(frozen=True, slots=True)
 class Totals:
@@ -344,7 +349,7 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
     bound that holds most of the time, each kernel's busy time counted under its own bound."""
     by_bound: dict[str, float] = {"launch": 0.0}
     for k in kernels:
-        kb = _bound(k.compute_s, k.memory_s, k.link_s, 0.0)
+        kb = k.busy_bound
         by_bound[kb] = by_bound.get(kb, 0.0) + max(k.compute_s, k.memory_s, k.link_s)
         by_bound["launch"] += k.launch_s
     launch_s = sum(k.launch_s for k in kernels) + max(0.0, end_s - sum(k.time_s for k in kernels))

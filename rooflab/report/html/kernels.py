@@ -70,8 +70,7 @@ class Group:
 
 
 def busy_bound(k: KernelCost) -> str:
-    parts = {"compute": k.compute_s, "memory": k.memory_s, "link": k.link_s}
-    return max(parts, key=parts.get)
+    return k.busy_bound
 
 
 def fold(kernels: Sequence[KernelCost]) -> list[Group]:
