@@ -17,16 +17,7 @@ from rooflab.hardware import SPEC_DIR
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
 
-GOOD = """\
-name: t
-params: {M: 64, N: 32}
-tensors:
-  x: {shape: [M, N], dtype: bf16}
-  w: {shape: [N, N], dtype: bf16}
-ops:
-  - {kind: matmul, name: mm, inputs: [x, w], outputs: [y]}
-  - {kind: relu, name: act, inputs: [y], outputs: [z]}
-"""
+from test_errors import GOOD  # the same small valid workload the error tests break
 
 REPEAT = """\
 name: r
