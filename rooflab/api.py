@@ -27,7 +27,7 @@ def predict_graph(graph: Graph, hw: Hardware, schedule_name: str = "unfused",
                   launch: str = "eager") -> Prediction:
     """Lower `graph` for `hw` (dtype fallbacks), schedule it under a policy, and price it."""
     low = lowering.lower(graph, hw)
-    sched = schedule.build(low.graph, schedule_name, hw, low.notes)
+    sched = schedule.build(low.graph, schedule_name, hw, graph.notes + tuple(low.notes))
     return cost.predict(sched, hw, launch)
 
 

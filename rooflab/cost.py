@@ -57,6 +57,7 @@ class KernelCost:
     bound: str
     stopped_by: tuple[str, ...] = ()
     block: str = ""
+    launches: int = 1       # CUDA kernels it launches
 
     @property
     def flops(self) -> int:
@@ -79,7 +80,7 @@ class KernelCost:
 
 @dataclass(frozen=True, slots=True)
 class Totals:
-    kernels: int
+    kernels: int            # CUDA kernels launched
     tensor_flops: int
     vector_flops: int
     hbm_read_bytes: int
@@ -215,6 +216,8 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
         op = g.ops[i]
         for pos, b in c.reads:
             r = info.rt(op.inputs[pos]) if pos != OPAQUE_TRAFFIC else f"{op.name}:traffic"
+            if pos != OPAQUE_TRAFFIC and r != op.inputs[pos]:
+                b = min(b, g.tensors[r].nbytes)    # a view (an expand) names no more bytes
             if r not in made:
                 reads[r] = max(reads.get(r, 0), b * (1 + extra_passes))
         for pos, b in c.writes:
@@ -252,7 +255,8 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,
         hbm_read_bytes=read_bytes, hbm_write_bytes=writes, l2_reread_bytes=reread,
         link_bytes=link, compute_s=compute_s, memory_s=memory_s, link_s=link_s,
-        time_s=max(compute_s, memory_s, link_s), stopped_by=kernel.stopped_by, block=g.ops[kernel.ops[0]].block)
+        time_s=max(compute_s, memory_s, link_s), stopped_by=kernel.stopped_by,
+        block=g.ops[kernel.ops[0]].block, launches=kernel.launches)
 
 
 def _attention_reread(info: _Graphinfo, kernel: Kernel) -> int:
@@ -324,9 +328,9 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
         if launch == "eager":
             cpu_s += hw.eager_dispatch_s
             start = max(gpu_s, cpu_s)
-            launch_s = (start - gpu_s) + hw.min_kernel_s
+            launch_s = (start - gpu_s) + hw.min_kernel_s * kc["launches"]
         else:
-            launch_s = hw.graph_launch_s
+            launch_s = hw.graph_launch_s * kc["launches"]
         time_s = busy + launch_s
         gpu_s += time_s
         out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s,
@@ -335,8 +339,8 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
         gpu_s = cpu_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
     overhead_s = hw.min_kernel_s if launch == "eager" else hw.graph_launch_s
-    gpu_work_s = sum(max(p["compute_s"], p["memory_s"], p["link_s"])
-                     for p in priced) + overhead_s * len(priced)
+    gpu_work_s = sum(max(p["compute_s"], p["memory_s"], p["link_s"]) + overhead_s * p["launches"]
+                     for p in priced)
     totals = _totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s)
     notes = schedule.notes
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
@@ -354,7 +358,7 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
         by_bound["launch"] += k.launch_s
     launch_s = sum(k.launch_s for k in kernels) + max(0.0, end_s - sum(k.time_s for k in kernels))
     return Totals(
-        kernels=len(kernels),
+        kernels=sum(k.launches for k in kernels),
         tensor_flops=sum(k.tensor_flops for k in kernels),
         vector_flops=sum(k.vector_flops for k in kernels),
         hbm_read_bytes=sum(k.hbm_read_bytes for k in kernels),

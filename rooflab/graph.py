@@ -33,6 +33,7 @@ class Op:
     block: str = ""            # repeated block instance it came from, e.g. "layer[3]"
     line: int | None = None    # YAML line, for messages
     data_dependent: bool = False
+    launches: int = 1          # CUDA kernels the op launches when it runs alone (views: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,12 @@ class Graph:
     params: dict[str, int]
     file: str = ""
     description: str = ""
+    notes: tuple[str, ...] = ()         # what its source says about it (a trace's opaque ops)
+
+    def with_notes(self, notes: tuple[str, ...]) -> "Graph":
+        """This graph with `notes` added."""
+        from dataclasses import replace
+        return replace(self, notes=self.notes + tuple(notes))
 
     def consumers(self) -> dict[str, list[int]]:
         """Tensor name -> indices of ops that read it."""

@@ -111,6 +111,8 @@ class Kernel:
     anchor: Role
     fusion: str = ""               # how it was formed: "", "epilogue", "pointwise", ...
     stopped_by: tuple[str, ...] = ()
+    launches: int = 1              # CUDA kernels it launches (an op that launches several
+                                   # keeps its extra ones, such as a split-K reduction)
 
 
 @dataclass(frozen=True)
@@ -465,8 +467,8 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         policy = load_policy(policy)
     if not policy.edges and not policy.dequant_prologue and not policy.attention_pattern:
         # one kernel per op, in the graph's (topological) order
-        kernels = tuple(Kernel(op.name, (i,), KINDS[op.kind].role) for i, op in enumerate(graph.ops)
-                        if KINDS[op.kind].role is not Role.VIEW)
+        kernels = tuple(Kernel(op.name, (i,), KINDS[op.kind].role, launches=op.launches)
+                        for i, op in enumerate(graph.ops) if KINDS[op.kind].role is not Role.VIEW)
         return Schedule(graph, policy, kernels, (), notes)
     gr = _Grouper(graph, policy, hw)
     order = _topological(gr, gr.run())
@@ -478,5 +480,7 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         ops = tuple(sorted(gr.groups[gid]))
         names = [graph.ops[i].name for i in ops]     # in op order: the output is deterministic
         stopped = tuple(s for n in names for s in refusals_by_op.get(n, ()))
-        kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped))
+        launches = 1 + sum(graph.ops[i].launches - 1 for i in ops)
+        kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped,
+                              launches))
     return Schedule(graph, policy, tuple(kernels), tuple(gr.refusals), notes)

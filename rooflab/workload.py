@@ -60,6 +60,7 @@ class OpSpec(BaseModel):
     inputs: list[str] = []
     outputs: list[str] = Field(min_length=1)
     data_dependent: bool = False
+    launches: int = Field(default=1, ge=1, le=64)   # kernels it launches when run alone
 
 
 class RepeatSpec(_Strict):
@@ -305,7 +306,8 @@ class _Builder:
             line = self._lines.get(loc, -1)
             if line == -1:
                 line = self._lines[loc] = self.doc.line_of(loc)
-            op = Op(name, spec.kind, ins, outs, attrs, block, line, spec.data_dependent)
+            op = Op(name, spec.kind, ins, outs, attrs, block, line, spec.data_dependent,
+                    spec.launches)
             in_t = [tensors[t] for t in ins]
             if spec.kind == "opaque":
                 inferred = None

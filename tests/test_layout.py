@@ -24,12 +24,23 @@ def test_nothing_imports_the_cli():
             assert not any(m.startswith("rooflab.cli") for m in _imports(f)), f
 
 
-def test_torch_and_triton_only_under_validate():
+def test_torch_and_triton_only_under_validate_and_trace():
     for f in PKG.rglob("*.py"):
-        if "validate" in f.parts:
+        if "validate" in f.parts or "trace" in f.parts:
             continue
-        bad = {m for m in _imports(f) if m.split(".")[0] in ("torch", "triton")}
+        bad = {m for m in _imports(f) if m.split(".")[0] in ("torch", "triton", "transformers")}
         assert not bad, f"{f} imports {bad}"
+
+
+def test_trace_imports_torch_only_inside_functions():
+    # `import rooflab.trace` must work without torch: it is imported when a trace runs
+    import ast
+    for f in (PKG / "trace").rglob("*.py"):
+        top = [n for n in ast.parse(f.read_text()).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        names = {a.name for n in top for a in n.names} | {n.module or "" for n in top
+                                                          if isinstance(n, ast.ImportFrom)}
+        bad = {m for m in names if m.split(".")[0] in ("torch", "triton", "transformers")}
+        assert not bad, f"{f} imports {bad} at module level"
 
 
 def test_predict_runs_without_torch():

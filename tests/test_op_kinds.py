@@ -14,7 +14,7 @@ RUNS_ON_ONE_GPU = {"collective", "opaque"}
 
 
 def test_the_library_holds_every_kind():
-    assert len(KINDS) == 40
+    assert len(KINDS) == 43
     assert set(UNARY_FLOPS) | set(BINARY_KINDS) <= set(KINDS)
 
 
@@ -30,6 +30,9 @@ def test_kind_record_is_complete(name):
     hook = k.triton
     if k.op_class in RUNS_ON_ONE_GPU:
         assert hook.unsupported and k.reference is None
+        return
+    if hook.unsupported:          # priced, not validated (the generic traced kinds): say why
+        assert len(hook.unsupported) > 20
         return
     assert callable(k.reference), f"{name} has no PyTorch reference"
     if k.role is ops.Role.VIEW:

@@ -1,0 +1,595 @@
+"""The one table from recorded ATen ops to rooflab op kinds, and the conversion of a Trace into
+a rooflab Graph.
+
+`RULES` maps an ATen op name (without namespace, overload or in-place underscore: `add_` and
+`add.Tensor` both look up `add`) to a `Rule`: a function that emits the rooflab op(s) for one
+call, and the number of CUDA kernels eager PyTorch launches for it (views and allocations: none;
+see `launches`). Every emitted op is checked against rooflab's own shape rule; where they
+disagree, or where an ATen op has no rule, the call becomes an `opaque` op named after the ATen
+op, with the FLOPs torch's flop counter gives and the bytes of its tensors, and a note says so.
+Nothing recorded is dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable
+
+from rooflab import ops as oplib
+from rooflab.dtypes import lookup
+from rooflab.graph import Graph, Op, Tensor
+from rooflab.trace.record import Call, Trace
+
+# torch dtype name -> rooflab dtype name
+DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64",
+          "int64": "int64", "int32": "int32", "int16": "int32", "int8": "int8", "uint8": "int8",
+          "bool": "bool", "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+
+
+class Unmapped(Exception):
+    """This call cannot be expressed by the rule; it becomes an opaque op (message: why)."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How one ATen op becomes rooflab ops. `emit(call, b)` adds them through the builder `b`;
+    `launches`: the CUDA kernels eager PyTorch launches for one call (0 for views and
+    allocations); `doc`: what the rule does, for docs/tracing.md."""
+    emit: Callable
+    launches: int = 1
+    doc: str = ""
+
+
+class Builder:
+    """Turns calls into ops: names tensors (values) and ops, checks each op's shapes."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.tensors: dict[str, Tensor] = {}
+        self.ops: list[Op] = []
+        self.op_names: Counter = Counter()
+        self.notes: list[str] = []
+        self.opaque: Counter = Counter()
+        self.value_name: dict[int, str] = {}
+        self.call: Call | None = None
+        self.launches = 1
+
+    # -- tensors -----------------------------------------------------------------------
+    def name(self, v: int) -> str:
+        """The tensor name of value `v`, declaring it on first use."""
+        n = self.value_name.get(v)
+        if n is None:
+            val = self.trace.values[v]
+            n = val.name or f"v{v}"
+            self.value_name[v] = n
+            self.tensors[n] = Tensor(n, val.shape, _dtype(val.dtype))
+        return n
+
+    def value(self, v: int):
+        return self.trace.values[v]
+
+    def fresh(self, shape, dtype) -> str:
+        """A new tensor for an intermediate a rule needs between two ops it emits."""
+        n = f"t{len(self.tensors)}"
+        while n in self.tensors:
+            n += "_"
+        self.tensors[n] = Tensor(n, tuple(shape), dtype)
+        return n
+
+    # -- ops ---------------------------------------------------------------------------
+    def op(self, kind: str, inputs, outputs, launches: int | None = None, **attrs) -> None:
+        """Emit one op over tensor names (ints are value numbers); its outputs' recorded
+        shapes must be what rooflab's shape rule infers, else Unmapped."""
+        ins = [self.name(t) if isinstance(t, int) else t for t in inputs]
+        outs = [self.name(t) if isinstance(t, int) else t for t in outputs]
+        rule = oplib.KINDS.get(kind)
+        if rule is None:
+            raise Unmapped(f"rooflab has no op kind '{kind}'")
+        lo, hi = rule.arity
+        if not lo <= len(ins) <= hi:
+            raise Unmapped(f"{kind} takes {lo} to {hi} inputs, the call has {len(ins)}")
+        probe = Op("probe", kind, tuple(ins), tuple(outs), attrs)
+        try:
+            got = rule.infer(probe, [self.tensors[t] for t in ins])
+        except (oplib.ShapeError, ValueError, KeyError, TypeError) as e:
+            raise Unmapped(f"{kind}: {e}") from None
+        for out, (shape, dt) in zip(outs, got):
+            t = self.tensors[out]
+            if tuple(shape) != t.shape or dt.name != t.dtype.name:
+                raise Unmapped(f"{kind} infers {list(shape)} {dt.name}, the trace has "
+                               f"{list(t.shape)} {t.dtype.name}")
+        if len(got) != len(outs):
+            raise Unmapped(f"{kind} has {len(got)} outputs, the call {len(outs)}")
+        self.pending.append((kind, tuple(ins), tuple(outs), attrs,
+                             self.launches if launches is None else launches))
+
+    def convert(self, call: Call) -> None:
+        self.call = call
+        self.pending: list = []
+        key = _rule_key(call)
+        rule = RULES.get(key)
+        reason = f"no rule for ATen op {call.target}"
+        if rule is not None:
+            self.launches = rule.launches
+            try:
+                rule.emit(call, self)
+            except Unmapped as e:
+                reason = f"{call.target}: {e}"
+                self.pending = []
+            else:
+                self._commit(call, self.pending)
+                return
+        self._opaque(call, reason)
+
+    def _commit(self, call: Call, pending) -> None:
+        # a multi-op rule launches its kernels from its first non-view op
+        base = f"{call.module}.{call.packet}" if call.module else call.packet
+        for j, (kind, ins, outs, attrs, launches) in enumerate(pending):
+            name = base if len(pending) == 1 else f"{base}.{kind}"
+            self.op_names[name] += 1
+            if self.op_names[name] > 1:
+                name = f"{name}_{self.op_names[name] - 1}"
+            block = _block(call.module)
+            self.ops.append(Op(name, kind, ins, outs, attrs, block, None, False,
+                               0 if oplib.KINDS[kind].role is oplib.Role.VIEW else launches))
+
+    def _opaque(self, call: Call, reason: str) -> None:
+        ins = [self.name(v) for v in call.inputs]
+        outs = [self.name(v) for v in call.outputs]
+        nbytes = sum(self.tensors[t].nbytes for t in dict.fromkeys(ins + outs))
+        flops = call.flops or 0
+        fam = self.tensors[ins[0]].dtype.name if ins and flops else None
+        attrs = {"flops": flops, "bytes": nbytes, "reason": reason}
+        if fam in ("bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8"):
+            attrs["tensor_dtype"] = "fp8" if fam.startswith("fp8") else fam
+        self.opaque[call.target] += 1
+        self.pending = [("opaque", tuple(ins[:16]), tuple(outs), attrs, 1)]
+        self._commit(call, self.pending)
+
+    def graph(self, name: str, description: str, params: dict[str, int]) -> Graph:
+        for target, n in sorted(self.opaque.items()):
+            self.notes.append(f"{n} × {target} traced as opaque (no rooflab kind): priced by its "
+                              "tensors' bytes and torch's flop count")
+        # state written in place (a KV cache) is an output too: its final version
+        overwritten = {c.inputs[i] for c in self.trace.calls for i in c.mutated}
+        state = {o for c in self.trace.calls for o in c.outputs[:len(c.mutated)]} - overwritten
+        outputs = frozenset(self.name(v) for v in (*self.trace.outputs, *sorted(state)))
+        return Graph(name, dict(self.tensors), tuple(self.ops), outputs, dict(params), "",
+                     description)
+
+
+def _dtype(torch_name: str):
+    dt = lookup(DTYPES.get(torch_name, ""))
+    if dt is None:
+        raise ValueError(f"dtype torch.{torch_name} has no rooflab dtype")
+    return dt
+
+
+def _rule_key(call: Call) -> str:
+    p = call.packet
+    return p[:-1] if p.endswith("_") and not p.startswith("_") else p
+
+
+def _block(module: str) -> str:
+    """The repeated-block label of a module path: "model.layers.3.mlp" -> "model.layers[3]"."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.isdigit():
+            return ".".join(parts[:i]) + f"[{part}]"
+    return ""
+
+
+def convert(trace: Trace, name: str, description: str = "",
+            params: dict[str, int] | None = None) -> tuple[Graph, tuple[str, ...]]:
+    """The rooflab Graph of a Trace, and notes (ops traced as opaque, with counts)."""
+    b = Builder(trace)
+    for call in trace.calls:
+        b.convert(call)
+    g = b.graph(name, description, params or {})
+    return g, tuple(b.notes)
+
+
+# =============================================================================== the rules
+def _arg(call: Call, i: int, key: str, default=None):
+    """Non-tensor argument `i` (or keyword `key`) of a call."""
+    if i < len(call.args) and call.args[i] is not None:
+        return call.args[i]
+    return call.kwargs.get(key, default)
+
+
+def _out(call: Call) -> int:
+    return call.outputs[-1] if call.outputs else None
+
+
+def _inplace_target(call: Call) -> tuple[int, int]:
+    """(value read, value written) of an in-place op's first argument, or of an out-of-place
+    op's first input and its output."""
+    if call.mutated:
+        return call.inputs[call.mutated[0]], call.outputs[0]
+    return call.inputs[0], _out(call)
+
+
+def same(kind: str):
+    """One op of `kind` over the call's tensor inputs, in order, writing its output."""
+    def emit(call, b):
+        src, dst = _inplace_target(call)
+        b.op(kind, [src, *call.inputs[1:]], [dst], **_keep_dtype(b, src, dst))
+    return emit
+
+
+def _scalar_other(call: Call):
+    """The Python number a binary op was given instead of a second tensor, or None."""
+    for a in call.args[1:2]:
+        if isinstance(a, (int, float)) and not isinstance(a, bool):
+            return a
+    return call.kwargs.get("other") if isinstance(call.kwargs.get("other"), (int, float)) else None
+
+
+def binary(kind: str):
+    """A binary pointwise op; with a Python scalar second operand, a unary op (`scale` for
+    mul/div, the generic elementwise op otherwise)."""
+    def emit(call, b):
+        src, dst = _inplace_target(call)
+        if len(call.inputs) == 2:
+            other = call.inputs[1] if src == call.inputs[0] else call.inputs[0]
+            b.op(kind, [src, other], [dst], **_keep_dtype(b, src, dst))
+            return
+        s = _scalar_other(call)
+        if kind in ("mul", "div") and s is not None:
+            factor = float(s) if kind == "mul" else (1.0 / s if s else math.inf)
+            if not math.isfinite(factor):
+                raise Unmapped("division by zero")
+            b.op("scale", [src], [dst], factor=factor, **_keep_dtype(b, src, dst))
+            return
+        b.op("elementwise", [src], [dst], fn=f"{kind}_scalar", **_keep_dtype(b, src, dst))
+    return emit
+
+
+def _keep_dtype(b: Builder, src, dst) -> dict:
+    """`dtype:` when the output's dtype is not the first input's (type promotion)."""
+    s, d = b.value(src).dtype, b.value(dst).dtype
+    return {} if s == d else {"dtype": DTYPES[d]}
+
+
+def unary(kind: str):
+    def emit(call, b):
+        src, dst = _inplace_target(call)
+        b.op(kind, [src], [dst], **_keep_dtype(b, src, dst))
+    return emit
+
+
+def generic(fn: str, flops: int = 1):
+    """The generic `elementwise` op named `fn` over all tensor inputs (broadcast)."""
+    def emit(call, b):
+        src, dst = _inplace_target(call)
+        rest = [v for v in call.inputs if v != src]
+        b.op("elementwise", [src, *rest], [dst], fn=fn, flops=flops, **_keep_dtype(b, src, dst))
+    return emit
+
+
+def _pow(call, b):
+    src, dst = _inplace_target(call)
+    if len(call.inputs) == 1 and _arg(call, 1, "exponent") == 2:
+        b.op("square", [src], [dst], **_keep_dtype(b, src, dst))
+    else:
+        generic("pow")(call, b)
+
+
+def _to_copy(call, b):
+    src, dst = call.inputs[0], _out(call)
+    if b.value(src).dtype == b.value(dst).dtype:
+        b.op("copy", [src], [dst])
+    else:
+        b.op("cast", [src], [dst], dtype=DTYPES[b.value(dst).dtype])
+
+
+def _copy_into(call, b):
+    # copy_(dst, src): the new version of dst is src's values (broadcast, cast)
+    dst_in, src = call.inputs[0], call.inputs[1]
+    dst = call.outputs[0]
+    if b.value(src).shape != b.value(dst).shape:
+        raise Unmapped("copy_ with broadcasting")
+    attrs = {} if b.value(src).dtype == b.value(dst).dtype else {"dtype": DTYPES[b.value(dst).dtype]}
+    b.op("copy", [src], [dst], **attrs)
+
+
+def _fill(fn: str):
+    """A factory that writes its output (zeros, full, arange, scalar_tensor)."""
+    def emit(call, b):
+        dst = _out(call)
+        v = b.value(dst)
+        b.op("fill", [], [dst], shape=list(v.shape), dtype=DTYPES[v.dtype], fn=fn)
+    return emit
+
+
+def _fill_inplace(call, b):
+    dst = call.outputs[0]
+    v = b.value(dst)
+    b.op("fill", [], [dst], shape=list(v.shape), dtype=DTYPES[v.dtype], fn="fill_")
+
+
+def _alloc(call, b):
+    """empty/new_empty: an allocation, no kernel: the output is a tensor nobody wrote yet."""
+    b.name(_out(call))
+
+
+# -- views ------------------------------------------------------------------------------
+def _reshape(call, b):
+    b.op("reshape", [call.inputs[0]], [_out(call)], shape=list(b.value(_out(call)).shape))
+
+
+def _permute_dims(call, b) -> list[int]:
+    nd = len(b.value(call.inputs[0]).shape)
+    p = call.packet
+    if p == "t":
+        return [1, 0] if nd == 2 else list(range(nd))
+    if p in ("transpose", "transpose_"):
+        d0, d1 = (_arg(call, 1, "dim0") % nd, _arg(call, 2, "dim1") % nd)
+        dims = list(range(nd))
+        dims[d0], dims[d1] = dims[d1], dims[d0]
+        return dims
+    return [d % nd for d in _arg(call, 1, "dims")]
+
+
+def _permute(call, b):
+    b.op("permute", [call.inputs[0]], [_out(call)], dims=_permute_dims(call, b))
+
+
+def _expand(call, b):
+    src, dst = call.inputs[0], _out(call)
+    if b.value(src).shape == b.value(dst).shape:
+        b.op("reshape", [src], [dst], shape=list(b.value(dst).shape))
+    else:
+        b.op("expand", [src], [dst], shape=list(b.value(dst).shape))
+
+
+def _slice(call, b):
+    src, dst = call.inputs[0], _out(call)
+    nd = len(b.value(src).shape)
+    axis = _arg(call, 1, "dim", 0) % nd
+    start = _arg(call, 2, "start", 0) or 0
+    end = _arg(call, 3, "end")
+    step = _arg(call, 4, "step", 1) or 1
+    size = b.value(src).shape[axis]
+    start = max(0, start + size if start < 0 else start)
+    end = size if end is None else min(size, end + size if end < 0 else end)
+    b.op("slice", [src], [dst], axis=axis, start=min(start, size), end=max(end, 0), step=step)
+
+
+def _select(call, b):
+    # x.select(dim, i): a one-wide slice, then the dimension dropped
+    src, dst = call.inputs[0], _out(call)
+    shape = list(b.value(src).shape)
+    axis = _arg(call, 1, "dim") % len(shape)
+    i = _arg(call, 2, "index") % shape[axis]
+    mid = b.fresh(shape[:axis] + [1] + shape[axis + 1:], b.tensors[b.name(src)].dtype)
+    b.op("slice", [src], [mid], axis=axis, start=i, end=i + 1, step=1)
+    b.op("reshape", [mid], [dst], shape=list(b.value(dst).shape))
+
+
+def _split(call, b):
+    src = call.inputs[0]
+    shape = b.value(src).shape
+    axis_arg = 2 if call.packet != "unbind" else 1
+    axis = (_arg(call, axis_arg, "dim", 0) if call.packet != "unbind" else _arg(call, 1, "dim", 0))
+    axis %= len(shape)
+    outs = list(call.outputs)
+    if call.packet == "unbind":
+        mids = [b.fresh(shape[:axis] + (1,) + shape[axis + 1:], b.tensors[b.name(src)].dtype)
+                for _ in outs]
+        b.op("split", [src], mids, axis=axis, sizes=[1] * len(outs))
+        for m, o in zip(mids, outs):
+            b.op("reshape", [m], [o], shape=list(b.value(o).shape))
+        return
+    sizes = [b.value(o).shape[axis] for o in outs]
+    b.op("split", [src], outs, axis=axis, sizes=sizes)
+
+
+# -- reductions, norms, softmax -------------------------------------------------------------
+def _reduce(kind: str):
+    def emit(call, b):
+        src, dst = call.inputs[0], _out(call)
+        nd = len(b.value(src).shape)
+        dims = _arg(call, 1, "dim")
+        keepdim = bool(_arg(call, 2, "keepdim", False))
+        if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
+            if nd != 1:
+                raise Unmapped("a whole-tensor reduction of a tensor of more than one dimension")
+            dims = [0]
+        if isinstance(dims, int):
+            dims = [dims]
+        if len(dims) != 1:
+            raise Unmapped(f"a reduction over {len(dims)} axes")
+        b.op(kind, [src], [dst], axis=dims[0] % nd, keepdim=keepdim,
+             **_keep_dtype(b, src, dst))
+    return emit
+
+
+def _softmax(call, b):
+    src, dst = call.inputs[0], _out(call)
+    nd = len(b.value(src).shape)
+    b.op("softmax", [src], [dst], axis=_arg(call, 1, "dim") % nd, **_keep_dtype(b, src, dst))
+
+
+def _layer_norm(call, b):
+    if len(_arg(call, 1, "normalized_shape")) != 1:
+        raise Unmapped("layer norm over more than the last axis")
+    b.op("layernorm", list(call.inputs), [call.outputs[0]], eps=float(_arg(call, 4, "eps", 1e-5)))
+    for extra in call.outputs[1:]:     # mean and rstd: saved for backward, written by the kernel
+        b.name(extra)
+
+
+def _rms_norm(call, b):
+    eps = _arg(call, 3, "eps")
+    b.op("rmsnorm", list(call.inputs), [call.outputs[0]], eps=float(eps if eps is not None else 1e-6))
+    for extra in call.outputs[1:]:
+        b.name(extra)
+
+
+# -- GEMMs and attention ----------------------------------------------------------------
+def _mm(call, b):
+    b.op("matmul", list(call.inputs[:2]), [_out(call)])
+
+
+def _addmm(call, b):
+    # addmm(bias, a, b): cuBLASLt runs the bias add in the GEMM's epilogue (one kernel)
+    bias, x, w = call.inputs[:3]
+    b.op("matmul", [x, w, bias], [_out(call)])
+
+
+def _grouped_mm(call, b):
+    x, w = call.inputs[:2]
+    b.op("grouped_matmul", [x, w], [_out(call)])
+
+
+def _sdpa(call, b):
+    q, k, v = call.inputs[:3]
+    mask = call.inputs[3] if len(call.inputs) > 3 else None
+    attrs = {"causal": bool(_arg(call, 5, "is_causal", False))}
+    scale = call.kwargs.get("scale")
+    if scale is not None:
+        attrs["scale"] = float(scale)
+    b.op("attention", [q, k, v] + ([mask] if mask is not None else []), [_out(call)], **attrs)
+
+
+# -- indexing ---------------------------------------------------------------------------
+def _index_copy(call, b):
+    dst_in, index, src = call.inputs[:3]
+    dst = call.outputs[0]
+    b.op("index_copy", [dst_in, index, src], [dst], axis=_arg(call, 1, "dim"))
+
+
+def _index(call, b):
+    if len(call.inputs) != 2 or not (call.args[1] and len(call.args[1]) == 1):
+        raise Unmapped("advanced indexing with more than one index tensor")
+    b.op("index", list(call.inputs), [_out(call)])
+
+
+def _index_put(call, b):
+    if len(call.inputs) != 3:
+        raise Unmapped("index_put with more than one index tensor")
+    x, index, src = call.inputs
+    b.op("index_put", [x, index, src], [call.outputs[0] if call.mutated else _out(call)],
+         accumulate=bool(_arg(call, 3, "accumulate", False)))
+
+
+def _axis_op(kind: str, **extra):
+    def emit(call, b):
+        nd = len(b.value(call.inputs[0]).shape)
+        src, dst = _inplace_target(call)
+        rest = [v for v in call.inputs if v != src]
+        b.op(kind, [src, *rest], [dst], axis=_arg(call, 1, "dim") % nd, **extra)
+    return emit
+
+
+def _scatter(call, b):
+    if len(call.inputs) != 3:
+        raise Unmapped("scatter of a scalar value")
+    nd = len(b.value(call.inputs[0]).shape)
+    src, dst = _inplace_target(call)
+    reduce = "add" if call.packet.startswith("scatter_add") else "none"
+    b.op("scatter", [src, call.inputs[1], call.inputs[2]], [dst],
+         axis=_arg(call, 1, "dim") % nd, reduce=reduce)
+
+
+def _topk(call, b):
+    nd = len(b.value(call.inputs[0]).shape)
+    b.op("topk", [call.inputs[0]], list(call.outputs), k=_arg(call, 1, "k"),
+         axis=_arg(call, 2, "dim", -1) % nd, largest=bool(_arg(call, 3, "largest", True)))
+
+
+def _sort(call, b):
+    nd = len(b.value(call.inputs[0]).shape)
+    b.op("sort", [call.inputs[0]], list(call.outputs), axis=_arg(call, 1, "dim", -1) % nd,
+         descending=bool(_arg(call, 2, "descending", False)))
+
+
+def _cumsum(call, b):
+    src, dst = call.inputs[0], _out(call)
+    nd = len(b.value(src).shape)
+    b.op("cumsum", [src], [dst], axis=_arg(call, 1, "dim") % nd, **_keep_dtype(b, src, dst))
+
+
+def _histc(call, b):
+    b.op("histogram", [call.inputs[0]], [_out(call)], bins=_arg(call, 1, "bins", 100))
+
+
+def _cat(call, b):
+    nd = len(b.value(_out(call)).shape)
+    ins = [v for v in call.inputs if b.value(v).shape != (0,)]   # cat skips legacy empty tensors
+    b.op("concat", ins, [_out(call)], axis=_arg(call, 1, "dim", 0) % nd)
+
+
+def _embedding(call, b):
+    b.op("embedding", list(call.inputs[:2]), [_out(call)])
+
+
+_VIEW = "a view: metadata only, no kernel"
+RULES: dict[str, Rule] = {
+    # views and allocations
+    **{n: Rule(_reshape, 0, _VIEW + " (reshape)") for n in (
+        "view", "_unsafe_view", "reshape", "_reshape_alias", "unsqueeze", "squeeze", "alias",
+        "detach", "flatten", "unflatten", "lift_fresh", "view_as", "expand_as")},
+    **{n: Rule(_permute, 0, _VIEW + " (permute)") for n in ("t", "transpose", "permute")},
+    "expand": Rule(_expand, 0, _VIEW + " (expand: zero strides)"),
+    "slice": Rule(_slice, 0, _VIEW + " (slice)"),
+    "select": Rule(_select, 0, _VIEW + " (a one-wide slice)"),
+    **{n: Rule(_split, 0, _VIEW + " (split)") for n in ("split", "split_with_sizes", "unbind")},
+    **{n: Rule(_alloc, 0, "an allocation: no kernel") for n in (
+        "empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided")},
+    # factories that write
+    **{n: Rule(_fill(n), 1, "a fill kernel") for n in (
+        "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones",
+        "new_full", "scalar_tensor", "arange", "tril_indices")},
+    "fill": Rule(_fill_inplace, 1, "a fill kernel"),
+    "zero": Rule(_fill_inplace, 1, "a fill kernel"),
+    # pointwise
+    **{n: Rule(binary(n), 1, f"pointwise {n}") for n in ("add", "sub", "mul", "div")},
+    "rsub": Rule(generic("rsub"), 1, "pointwise"),
+    "maximum": Rule(same("maximum"), 1, "pointwise"),
+    "minimum": Rule(same("minimum"), 1, "pointwise"),
+    **{n: Rule(unary(n), 1, f"pointwise {n}") for n in (
+        "neg", "rsqrt", "sqrt", "exp", "tanh", "sigmoid", "silu", "relu", "abs")},
+    "gelu": Rule(unary("gelu"), 1, "pointwise GELU"),
+    "pow": Rule(_pow, 1, "pointwise (x**2 is `square`)"),
+    "_to_copy": Rule(_to_copy, 1, "a cast (or a copy when the dtype is kept)"),
+    "clone": Rule(unary("copy"), 1, "a copy"),
+    "copy": Rule(_copy_into, 1, "a copy into an existing tensor"),
+    **{n: Rule(generic(n), 1, "pointwise (generic elementwise)") for n in (
+        "cos", "sin", "log", "log1p", "reciprocal", "erf", "floor", "ceil", "round", "sign",
+        "clamp", "clamp_min", "clamp_max", "where", "masked_fill", "eq", "ne", "lt", "le", "gt",
+        "ge", "logical_and", "logical_or", "logical_not", "bitwise_and", "bitwise_or",
+        "bitwise_not", "bitwise_xor", "floor_divide", "remainder", "fmod", "isnan", "isinf",
+        "tril", "triu", "exp2", "softplus", "lerp", "addcmul", "addcdiv", "nan_to_num")},
+    # reductions, norms
+    "sum": Rule(_reduce("sum"), 1, "row reduction"),
+    "mean": Rule(_reduce("mean"), 1, "row reduction"),
+    "amax": Rule(_reduce("max"), 1, "row reduction"),
+    "_softmax": Rule(_softmax, 1, "softmax"),
+    "_safe_softmax": Rule(_softmax, 1, "softmax"),
+    "native_layer_norm": Rule(_layer_norm, 1, "layer norm"),
+    "_fused_rms_norm": Rule(_rms_norm, 1, "RMS norm"),
+    # GEMMs and attention
+    "mm": Rule(_mm, 1, "cuBLAS GEMM"),
+    "bmm": Rule(_mm, 1, "cuBLAS batched GEMM"),
+    "addmm": Rule(_addmm, 1, "cuBLASLt GEMM with the bias in its epilogue"),
+    "_grouped_mm": Rule(_grouped_mm, 1, "grouped GEMM over experts (balanced routing)"),
+    "scaled_dot_product_attention": Rule(_sdpa, 1, "an SDPA backend kernel"),
+    # indexing
+    "embedding": Rule(_embedding, 1, "embedding gather"),
+    "index_copy": Rule(_index_copy, 1, "KV-cache append"),
+    "index": Rule(_index, 1, "gather rows by index"),
+    "index_put": Rule(_index_put, 1, "write rows by index"),
+    "index_select": Rule(_axis_op("index_select"), 1, "gather slices"),
+    "gather": Rule(_axis_op("gather"), 1, "gather elements"),
+    "index_add": Rule(_axis_op("index_add"), 1, "add slices by index"),
+    "scatter": Rule(_scatter, 1, "scatter by index"),
+    "scatter_add": Rule(_scatter, 1, "scatter-add by index"),
+    "topk": Rule(_topk, 1, "top-k"),
+    "sort": Rule(_sort, 1, "sort"),
+    "cumsum": Rule(_cumsum, 1, "prefix sum"),
+    "histc": Rule(_histc, 1, "histogram"),
+    "cat": Rule(_cat, 1, "a concat copy"),
+}

@@ -1,0 +1,81 @@
+"""Trace a Hugging Face causal LM from its config: one prefill or one decode step, as eager
+transformers runs it with a static KV cache.
+
+The model is built by transformers on the meta device (no weights, no download) with SDPA
+attention, and called exactly as a serving loop calls it:
+  decode:  input_ids [batch, 1] at cache position context-1, against a StaticCache of
+           `context` tokens (attention spans the whole cache, as with a static cache on GPU)
+  prefill: input_ids [batch, seq] at positions 0..seq-1, into a StaticCache of `seq` tokens
+One untraced call first lets the cache allocate its tensors (it does so lazily), so the traced
+call is a warm step, the one a timing loop measures.
+"""
+
+from __future__ import annotations
+
+from rooflab.errors import RooflabError
+from rooflab.graph import Graph
+from rooflab.trace import zoo
+from rooflab.trace.module import graph_of, tensor_names
+from rooflab.trace.record import record
+
+PHASES = ("decode", "prefill")
+DEFAULTS = {"batch": 1, "seq": 512, "context": 1024}
+
+
+def step_inputs(config, phase: str, batch: int, seq: int, context: int, device: str):
+    """(kwargs of the forward call, names of its input tensors) for one step. Shared with the
+    GPU measurement, so both run the same call."""
+    import torch
+    from transformers import StaticCache
+    if phase not in PHASES:
+        raise RooflabError(f"--phase must be one of {', '.join(PHASES)}, got '{phase}'")
+    with torch.device(device):
+        if phase == "decode":
+            cache = StaticCache(config=config, max_cache_len=context)
+            ids = torch.zeros(batch, 1, dtype=torch.long)
+            pos = torch.tensor([context - 1])
+        else:
+            cache = StaticCache(config=config, max_cache_len=seq)
+            ids = torch.zeros(batch, seq, dtype=torch.long)
+            pos = torch.arange(seq)
+    kwargs = dict(input_ids=ids, past_key_values=cache, cache_position=pos, use_cache=True)
+    return kwargs, {id(ids): "input_ids", id(pos): "cache_position"}
+
+
+def _cache_names(cache) -> dict[int, str]:
+    names = {}
+    for i, layer in enumerate(getattr(cache, "layers", ())):
+        for attr in ("keys", "values"):
+            t = getattr(layer, attr, None)
+            if t is not None and hasattr(t, "shape"):
+                names[id(t)] = f"kv_cache.{i}.{attr}"
+    return names
+
+
+def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
+             context: int = 1024, dtype: str = "bf16") -> Graph:
+    """The rooflab Graph of one step of a Hugging Face model. `source`: a bundled model name
+    (`rooflab models`) or a path to a config.json. `batch` sequences; decode: one token against
+    `context` cached tokens; prefill: `seq` tokens. No GPU, weights or network needed."""
+    import torch
+    for key, v in (("batch", batch), ("seq", seq), ("context", context)):
+        if not isinstance(v, int) or v < 1:
+            raise RooflabError(f"--set {key}: must be a positive integer, got {v}")
+    name, config, path = zoo.resolve_config(source)
+    model = zoo.meta_model(config, dtype)
+    kwargs, names = step_inputs(model.config, phase, batch, seq, context, "meta")
+    with torch.no_grad():
+        try:
+            model(**kwargs)
+        except Exception as e:  # noqa: BLE001 - transformers raising on this config
+            raise RooflabError(f"{path}: transformers cannot run this model on meta tensors: "
+                               f"{type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
+    names.update(tensor_names(model))
+    names.update(_cache_names(kwargs["past_key_values"]))
+    trace = record(lambda: model(**kwargs), names, {id(m): n for n, m in model.named_modules()})
+    import transformers
+    params = {"batch": batch, **({"context": context} if phase == "decode" else {"seq": seq})}
+    shown = ", ".join(f"{k} {v}" for k, v in params.items())
+    description = (f"traced from hf:{source} ({phase}: {shown}) with torch {torch.__version__}, "
+                   f"transformers {transformers.__version__}")
+    return graph_of(trace, f"{name}_{phase}", description, params)
