@@ -11,11 +11,21 @@ from pathlib import Path
 
 from rooflab import cost, hardware, lowering, schedule, workload
 from rooflab.cost import Prediction
+from rooflab.errors import RooflabError
 from rooflab.graph import Graph
 from rooflab.hardware import Hardware
 
 
-def load_workload(path: str | Path, sets: dict[str, int] | None = None) -> Graph:
+def load_workload(path: str | Path, sets: dict[str, int] | None = None, phase: str = "decode",
+                  inputs: tuple[str, ...] = ()) -> Graph:
+    """The Graph of a workload YAML (a path or a bundled name), or of a program traced on the
+    spot: `hf:NAME_OR_CONFIG` (with `phase` and `sets` batch/seq/context) or
+    `py:FILE.py:FACTORY` (with `inputs` like "x=[16,4096]:bf16"); see rooflab/trace/source.py."""
+    from rooflab.trace import source
+    if source.is_program(str(path)):
+        return source.load(str(path), sets, phase, inputs)
+    if inputs:
+        raise RooflabError("--input is for py: sources; a workload file declares its tensors")
     return workload.load(str(path), sets)
 
 

@@ -33,6 +33,11 @@ def _errors(fn):
     return wrapper
 
 
+# hf:/py: sources (rooflab/trace/source.py) take these beside --set
+_PHASE_HELP = "hf: sources: the step traced, decode (one token against --set context) or prefill (--set seq)."
+_INPUT_HELP = "py: sources: a forward input, name=[dims]:dtype, like x=[16,4096]:bf16 (repeatable)."
+
+
 def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -129,12 +134,14 @@ def hardware_show(name: Annotated[str, typer.Argument(help="Spec name (see `hard
 @app.command()
 @_errors
 def predict(
-    workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one).")],
+    workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one), hf:MODEL or py:FILE.py:FACTORY.")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h100-sxm",
     schedule: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policy: unfused, epilogue, fused, or a policy YAML.")] = "unfused",
     compare: Annotated[Optional[str], typer.Option("--compare", help="Two schedules A,B: print both and what B's fusions save over A.")] = None,
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph (comma-separated).")] = "eager",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
+    phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
+    inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (schema rooflab.prediction/1) instead of tables.")] = False,
     all_kernels: Annotated[bool, typer.Option("--all", help="One row per kernel; do not fold repeated blocks.")] = False,
     html: Annotated[Optional[str], typer.Option("--html", help="Also write an interactive HTML report here.")] = None,
@@ -147,7 +154,7 @@ def predict(
     if html:
         _check_output("--html", html, force)             # fail before predicting
     overrides = wl.parse_sets(sets)
-    graph = api.load_workload(workload, overrides)
+    graph = api.load_workload(workload, overrides, phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
     schedules = _split(compare) if compare is not None else [schedule]
     if compare is not None and len(schedules) != 2:
@@ -176,6 +183,8 @@ def validate(
     gpu: Annotated[bool, typer.Option("--gpu", help="Run the kernels on the CUDA GPU.")] = False,
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="Spec the predictions use (a calibrated one is best).")] = "h200",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
+    phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
+    inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Results JSON (default reports/validation/<gpu>-<date>.json).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the Triton source of every kernel; run nothing.")] = False,
     from_file: Annotated[Optional[str], typer.Option("--from", help="Re-check a results JSON with the current model (no GPU).")] = None,
@@ -198,7 +207,7 @@ def validate(
     hw = api.load_hardware(hardware)
     if workload:
         doc = wl.load_yaml_data(workload)
-        graph = api.load_workload(workload, wl.parse_sets(sets))
+        graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
         chosen = [suite.Case(graph.name, {**doc, "params": {**doc.get("params", {}), **graph.params}},
                              "workload")]
     else:
@@ -282,12 +291,14 @@ def calibrate(
 @app.command()
 @_errors
 def fusions(
-    workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one).")],
+    workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one), hf:MODEL or py:FILE.py:FACTORY.")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name or YAML path.")] = "h100-sxm",
     baseline: Annotated[str, typer.Option("--baseline", help="Schedule to measure savings against.")] = "unfused",
     schedule: Annotated[str, typer.Option("--schedule", "-s", help="Schedule whose fusions are ranked.")] = "fused",
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode: eager or graph.")] = "graph",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
+    phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
+    inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
     top: Annotated[int, typer.Option("--top", help="Show this many opportunities.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ):
@@ -297,7 +308,7 @@ def fusions(
 
     if top < 0:
         raise RooflabError(f"--top {top}: expected a count of zero or more")
-    graph = api.load_workload(workload, wl.parse_sets(sets))
+    graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     hw = api.load_hardware(hardware)
     modes = _launches(launch)
     if len(modes) != 1:
@@ -311,16 +322,50 @@ def fusions(
     typer.echo(comparison.render_ranking(c, top))
 
 
+# ------------------------------------------------------------------------------ trace
+@app.command()
+@_errors
+def trace(
+    source: Annotated[str, typer.Argument(help="hf:MODEL_OR_CONFIG, py:FILE.py:FACTORY (or FILE.py:FACTORY).")],
+    phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
+    sets: Annotated[list[str], typer.Option("--set", help="batch=, seq=, context= for hf: models; dimension values for --input expressions.")] = [],
+    inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the workload YAML here (default: print it).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
+):
+    """Trace a PyTorch program (a Hugging Face model or your own nn.Module) into a workload YAML."""
+    import sys
+
+    from rooflab import api, workload as wl
+    from rooflab.trace import to_yaml
+
+    if output:
+        _check_output("--output", output, force)
+    if not source.startswith(("hf:", "py:")) and ":" in source and source.split(":")[0].endswith(".py"):
+        source = "py:" + source
+    graph = api.load_workload(source, wl.parse_sets(sets), phase, tuple(inputs))
+    text = to_yaml.dump(graph, to_yaml.header(graph, "rooflab trace " + " ".join(sys.argv[2:])))
+    if not output:
+        typer.echo(text, nl=False)
+        return
+    with open(output, "w") as f:
+        f.write(text)
+    for line in [*to_yaml.summary(graph).splitlines(), f"wrote {output}"]:
+        typer.echo(printable(line))
+
+
 # ------------------------------------------------------------------------------ report
 @app.command()
 @_errors
 def report(
-    workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one).")],
+    workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one), hf:MODEL or py:FILE.py:FACTORY.")],
     output: Annotated[str, typer.Option("--output", "-o", help="The HTML file to write.")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h100-sxm",
     compare: Annotated[str, typer.Option("--compare", help="Schedules, comma-separated; each after the first is compared with the first.")] = "unfused,fused",
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph (comma-separated).")] = "eager",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
+    phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
+    inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
 ):
     """Write an interactive HTML report: summary, roofline per GPU, time per kernel."""
@@ -331,7 +376,7 @@ def report(
 
     _check_output("--output", output, force)           # fail before predicting
     html_report.check_target(output, force)
-    graph = api.load_workload(workload, wl.parse_sets(sets))
+    graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
     schedules = _split(compare)
     if not schedules:

@@ -8,12 +8,11 @@ This module computes; rooflab.report.comparison renders the text, rooflab.report
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from rooflab.cost import Prediction
+from rooflab.graph import folded_name
 
-_IDX = re.compile(r"\[\d+\]")
 
 
 @dataclass(frozen=True)
@@ -64,13 +63,13 @@ def compare(baseline: Prediction, candidate: Prediction) -> Comparison:
             continue                      # same kernel in both schedules
         if {o for b in base_k for o in b.ops} != set(k.ops):
             continue                      # not a pure merge of baseline kernels (regrouping)
-        key = _IDX.sub("[*]", k.name)
+        key = folded_name(k.name)
         entry = groups.setdefault(key, [k, 0, 0, 0, 0.0, set()])
         entry[1] += 1
         entry[2] += sum(b.hbm_bytes for b in base_k) - k.hbm_bytes
         entry[3] += len(base_k) - 1
         entry[4] += sum(b.time_s for b in base_k) - k.time_s
-        entry[5].update(_IDX.sub("[*]", s) for s in k.stopped_by)
+        entry[5].update(folded_name(s) for s in k.stopped_by)
     fusions = [Fusion(key, k.kinds, k.fusion, n, hbm, launches, t, tuple(sorted(stop)))
                for key, (k, n, hbm, launches, t, stop) in groups.items()]
     fusions.sort(key=lambda f: -f.time_saved_s)

@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from rooflab.dtypes import DType
+
+
+# A repeated block's index in a name: "layer[3]" (a YAML repeat) or ".3" (a module list, as
+# traced module paths spell it: "model.layers.3.mlp")
+_BLOCK_INDEX = re.compile(r"\[\d+\]|(?<=\.)\d+(?=\.|$)")
+
+
+def folded_name(name: str) -> str:
+    """`name` with every block index replaced by `*`: "layer[3].mlp" -> "layer[*].mlp",
+    "model.layers.3.mlp" -> "model.layers.*.mlp". Names that differ only in block index are the
+    same op (or kernel) of different iterations, which tables show as one row."""
+    return _BLOCK_INDEX.sub(lambda m: "[*]" if m.group(0)[0] == "[" else "*", name)
 
 
 @dataclass(frozen=True, slots=True)

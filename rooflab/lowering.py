@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from rooflab import ops as oplib
 from rooflab.dtypes import lookup
 from rooflab.errors import RooflabError
-from rooflab.graph import Graph, Op, Tensor
+from rooflab.graph import Graph, Op, Tensor, folded_name
 from rooflab.hardware import Hardware
 
 
@@ -93,9 +93,8 @@ def lower(graph: Graph, hw: Hardware) -> Lowered:
 
 def _dedupe(notes: list[str]) -> tuple[str, ...]:
     """Collapse notes that differ only in the repeated block (`layer[3].x` -> one line)."""
-    import re
     seen: dict[str, int] = {}
     for n in notes:
-        key = re.sub(r"\[\d+\]", "[*]", n)
+        key = folded_name(n)
         seen[key] = seen.get(key, 0) + 1
     return tuple(k + (f" (x{c})" if c > 1 else "") for k, c in seen.items())

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from rooflab.cost import KernelCost, Prediction
+from rooflab.graph import folded_name
 from rooflab.terminal import printable
 from rooflab.units import format_bytes, format_flops, format_intensity, format_time
 
-_BLOCK_INDEX = re.compile(r"\[\d+\]")
 
 
 @dataclass
@@ -31,7 +30,7 @@ def collapse(kernels, repeat: bool = True) -> list[Row]:
     """Rows in order; with `repeat`, kernels that differ only in block index share one row."""
     rows: dict[str, Row] = {}
     for k in kernels:
-        key = _BLOCK_INDEX.sub("[*]", k.name) if repeat else k.name
+        key = folded_name(k.name) if repeat else k.name
         r = rows.get(key)
         if r is None:
             r = rows[key] = Row(key, 0, k)

@@ -152,10 +152,12 @@ class Builder:
         for target, n in sorted(self.opaque.items()):
             self.notes.append(f"{n} × {target} traced as opaque (no rooflab kind): priced by its "
                               "tensors' bytes and torch's flop count")
-        # state written in place (a KV cache) is an output too: its final version
-        overwritten = {c.inputs[i] for c in self.trace.calls for i in c.mutated}
-        state = {o for c in self.trace.calls for o in c.outputs[:len(c.mutated)]} - overwritten
-        outputs = frozenset(self.name(v) for v in (*self.trace.outputs, *sorted(state)))
+        # eager PyTorch writes every output, read or not: unread tensors are outputs (as in a
+        # workload file that declares no `outputs:`); state written in place and read later
+        # (a KV cache) is written because a later kernel reads it
+        read = {t for op in self.ops for t in op.inputs}
+        dead = {t for op in self.ops for t in op.outputs} - read
+        outputs = frozenset({self.name(v) for v in self.trace.outputs} | dead)
         return Graph(name, dict(self.tensors), tuple(self.ops), outputs, dict(params), "",
                      description)
 
@@ -173,11 +175,12 @@ def _rule_key(call: Call) -> str:
 
 
 def _block(module: str) -> str:
-    """The repeated-block label of a module path: "model.layers.3.mlp" -> "model.layers[3]"."""
+    """The repeated block of a module path, its first module-list item:
+    "model.layers.3.mlp" -> "model.layers.3"; "" outside any module list."""
     parts = module.split(".")
     for i, part in enumerate(parts):
         if part.isdigit():
-            return ".".join(parts[:i]) + f"[{part}]"
+            return ".".join(parts[:i + 1])
     return ""
 
 

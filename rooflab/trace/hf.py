@@ -16,7 +16,7 @@ from rooflab.errors import RooflabError
 from rooflab.graph import Graph
 from rooflab.trace import zoo
 from rooflab.trace.module import graph_of, tensor_names
-from rooflab.trace.record import record
+from rooflab.trace.record import TraceError, record
 
 PHASES = ("decode", "prefill")
 DEFAULTS = {"batch": 1, "seq": 512, "context": 1024}
@@ -72,7 +72,11 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
                                f"{type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
     names.update(tensor_names(model))
     names.update(_cache_names(kwargs["past_key_values"]))
-    trace = record(lambda: model(**kwargs), names, {id(m): n for n, m in model.named_modules()})
+    try:
+        trace = record(lambda: model(**kwargs), names,
+                       {id(m): n for n, m in model.named_modules()})
+    except TraceError as e:
+        raise RooflabError(f"{path}: {e}") from None
     import transformers
     params = {"batch": batch, **({"context": context} if phase == "decode" else {"seq": seq})}
     shown = ", ".join(f"{k} {v}" for k, v in params.items())

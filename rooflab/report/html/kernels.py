@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rooflab.cost import KernelCost, Prediction
+from rooflab.graph import folded_name
 
-BLOCK_INDEX = re.compile(r"\[\d+\]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -77,7 +77,7 @@ def fold(kernels: Sequence[KernelCost]) -> list[Group]:
     """Groups in execution order; kernels whose names differ only in `[i]` share one."""
     groups: dict[str, Group] = {}
     for k in kernels:
-        key = BLOCK_INDEX.sub("[*]", k.name)
+        key = folded_name(k.name)
         groups.setdefault(key, Group(key)).kernels.append(k)
     return list(groups.values())
 

@@ -11,8 +11,9 @@ import plotly.graph_objects as go
 
 from rooflab.compare import Comparison
 from rooflab.cost import Prediction
+from rooflab.graph import folded_name
 from rooflab.hardware import Hardware
-from rooflab.report.html.kernels import (BLOCK_INDEX, Group, esc, fold, ops_text, pred_label,
+from rooflab.report.html.kernels import (Group, esc, fold, ops_text, pred_label,
                                          shorten, wrap_hover)
 from rooflab.report.html.style import (ROOF_COLORS, SCHEDULE_COLORS, SCHEDULE_SYMBOLS,
                                        base_layout, log_axis, plain_tick, si, to_rgba)
@@ -83,7 +84,7 @@ def _fusion_sources(c: Comparison) -> dict[str, tuple[list[str], float, int]]:
         for op in g.first.ops:
             b = kernel_of.get(op)
             if b is not None:
-                names.setdefault(BLOCK_INDEX.sub("[*]", b))
+                names.setdefault(folded_name(b))
         out[g.name] = (list(names), *saved[g.name])
     return out
 

@@ -1,0 +1,136 @@
+"""Workload sources that are programs, not YAML: `hf:NAME_OR_CONFIG` and `py:FILE.py:FACTORY`.
+
+Wherever a workload file is accepted, these are too. `hf:` traces a Hugging Face model (a
+bundled name or a config.json path) for `phase` with `batch`, `seq` and `context` taken from
+`--set`; `py:` imports FILE.py, calls FACTORY() under the meta device and traces the module it
+returns on the `--input` tensors (`x=[16,4096]:bf16`; dimensions may be expressions over
+`--set` values, `x=[batch,4096]:bf16`). A factory may also return (module, inputs). Traces are
+cached for the process, so comparing several GPUs or schedules traces once.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+from rooflab.dtypes import lookup
+from rooflab.errors import RooflabError
+from rooflab.expr import ExprError, evaluate
+from rooflab.graph import Graph
+
+PREFIXES = ("hf:", "py:")
+_INPUT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*\[([^\]]*)\]\s*(?::\s*(\w+))?\s*$")
+# rooflab dtype name -> torch dtype attribute
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "fp64": "float64",
+                 "int64": "int64", "int32": "int32", "int8": "int8", "bool": "bool",
+                 "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+
+def is_program(source: str) -> bool:
+    """Whether `source` names a program to trace rather than a workload file."""
+    return isinstance(source, str) and source.startswith(PREFIXES)
+
+
+def parse_input(spec: str, sets: dict[str, int]) -> tuple[str, tuple[int, ...], str]:
+    """`name=[d0,d1,...]:dtype` (dtype default bf16) -> (name, shape, rooflab dtype name)."""
+    m = _INPUT.match(spec)
+    if not m:
+        raise RooflabError(f"--input {spec!r}: expected name=[d0,d1,...]:dtype, like "
+                           "x=[16,4096]:bf16")
+    name, dims, dtype = m.group(1), m.group(2), m.group(3) or "bf16"
+    shape = []
+    for d in (d.strip() for d in dims.split(",") if d.strip()):
+        try:
+            v = evaluate(int(d) if d.isdigit() else d, sets)
+        except ExprError as e:
+            raise RooflabError(f"--input {spec!r}: dimension '{d}': {e}") from None
+        if v < 1:
+            raise RooflabError(f"--input {spec!r}: dimension '{d}' must be positive")
+        shape.append(v)
+    if lookup(dtype) is None or lookup(dtype).name not in _TORCH_DTYPES:
+        raise RooflabError(f"--input {spec!r}: unknown dtype '{dtype}' (one of "
+                           f"{', '.join(_TORCH_DTYPES)})")
+    return name, tuple(shape), lookup(dtype).name
+
+
+def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
+         inputs: tuple[str, ...] = ()) -> Graph:
+    """The Graph of a program source (see the module docstring); RooflabError on bad input."""
+    sets = dict(sets or {})
+    if source.startswith("hf:"):
+        if inputs:
+            raise RooflabError("--input is for py: sources; an hf: model's inputs come from "
+                               "--phase and --set batch/seq/context")
+        unknown = set(sets) - {"batch", "seq", "context"}
+        if unknown:
+            raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq and "
+                               "context")
+        return _traced_hf(source[3:], phase, tuple(sorted(sets.items())))
+    target = source[3:]
+    file, sep, factory = target.rpartition(":")
+    if not sep or not file or not factory.isidentifier():
+        raise RooflabError(f"{source}: expected py:FILE.py:FACTORY, like py:model.py:build")
+    path = Path(file)
+    if not path.is_file():
+        raise RooflabError(f"{file}: no such file", file=None)
+    return _traced_py(str(path.resolve()), path.stat().st_mtime_ns, factory, tuple(inputs),
+                      tuple(sorted(sets.items())))
+
+
+@functools.lru_cache(maxsize=16)
+def _traced_hf(name: str, phase: str, sets: tuple) -> Graph:
+    from rooflab.trace.hf import DEFAULTS, trace_hf
+    return trace_hf(name, phase, **{**DEFAULTS, **dict(sets)})
+
+
+@functools.lru_cache(maxsize=16)
+def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple) -> Graph:
+    try:
+        import torch
+    except ImportError:
+        raise RooflabError("tracing a py: module needs torch: pip install 'rooflab[trace]'") \
+            from None
+    from rooflab.trace.module import trace_module
+    spec = importlib.util.spec_from_file_location(Path(file).stem, file)
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(Path(file).parent))
+    try:
+        with torch.device("meta"):
+            spec.loader.exec_module(mod)
+            fn = getattr(mod, factory, None)
+            if not callable(fn):
+                found = sorted(n for n, v in vars(mod).items()
+                               if callable(v) and not n.startswith("_") and
+                               getattr(v, "__module__", None) == mod.__name__)
+                raise RooflabError(f"{file}: no factory '{factory}'"
+                                   + (f" (it defines: {', '.join(found)})" if found else ""))
+            made = fn()
+    except RooflabError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's module failing to import or build
+        raise RooflabError(f"{file}: {factory}() failed: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0][:200] if str(e) else ''}") from None
+    finally:
+        sys.path.remove(str(Path(file).parent))
+    model, example = (made if isinstance(made, tuple) else (made, None))
+    if not isinstance(model, torch.nn.Module):
+        raise RooflabError(f"{file}: {factory}() returned {type(model).__name__}, not an "
+                           "nn.Module (or a (module, inputs) pair)")
+    kwargs = {}
+    for item in inputs:
+        name, shape, dtype = parse_input(item, dict(sets))
+        kwargs[name] = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]),
+                                   device="meta")
+    if example is None and not kwargs:
+        raise RooflabError(f"{file}: give the forward's inputs with --input, like "
+                           "--input \"x=[16,4096]:bf16\"")
+    args = tuple(example) if isinstance(example, (tuple, list)) else \
+        ((example,) if example is not None else ())
+    from rooflab.trace.record import TraceError
+    try:
+        return trace_module(model, args, kwargs, name=f"{Path(file).stem}.{factory}")
+    except TraceError as e:
+        raise RooflabError(f"{file}: {e}") from None
