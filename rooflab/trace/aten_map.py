@@ -319,6 +319,12 @@ def _alloc(call, b):
 
 
 # -- views ------------------------------------------------------------------------------
+def _same_tensor(call, b):
+    """alias/detach: the output is the input (same bytes, same shape): no op at all."""
+    src, dst = call.inputs[0], _out(call)
+    if b.value(src).shape != b.value(dst).shape:
+        raise Unmapped("an alias of another shape")
+    b.value_name[dst] = b.name(src)
 def _reshape(call, b):
     b.op("reshape", [call.inputs[0]], [_out(call)], shape=list(b.value(_out(call)).shape))
 
@@ -425,10 +431,11 @@ def _layer_norm(call, b):
 
 
 def _rms_norm(call, b):
+    # F.rms_norm(x, normalized_shape, weight, eps), captured whole (rooflab/trace/record.py)
+    if len(_arg(call, 1, "normalized_shape")) != 1:
+        raise Unmapped("RMS norm over more than the last axis")
     eps = _arg(call, 3, "eps")
-    b.op("rmsnorm", list(call.inputs), [call.outputs[0]], eps=float(eps if eps is not None else 1e-6))
-    for extra in call.outputs[1:]:
-        b.name(extra)
+    b.op("rmsnorm", list(call.inputs), [_out(call)], eps=float(eps if eps is not None else 1e-6))
 
 
 # -- GEMMs and attention ----------------------------------------------------------------
@@ -533,8 +540,9 @@ _VIEW = "a view: metadata only, no kernel"
 RULES: dict[str, Rule] = {
     # views and allocations
     **{n: Rule(_reshape, 0, _VIEW + " (reshape)") for n in (
-        "view", "_unsafe_view", "reshape", "_reshape_alias", "unsqueeze", "squeeze", "alias",
-        "detach", "flatten", "unflatten", "lift_fresh", "view_as", "expand_as")},
+        "view", "_unsafe_view", "reshape", "unsqueeze", "squeeze")},
+    **{n: Rule(_same_tensor, 0, "the same tensor under another name: no op") for n in (
+        "alias", "detach", "lift_fresh")},
     **{n: Rule(_permute, 0, _VIEW + " (permute)") for n in ("t", "transpose", "permute")},
     "expand": Rule(_expand, 0, _VIEW + " (expand: zero strides)"),
     "slice": Rule(_slice, 0, _VIEW + " (slice)"),
@@ -545,7 +553,7 @@ RULES: dict[str, Rule] = {
     # factories that write
     **{n: Rule(_fill(n), 1, "a fill kernel") for n in (
         "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones",
-        "new_full", "scalar_tensor", "arange", "tril_indices")},
+        "new_full", "scalar_tensor", "arange")},
     "fill": Rule(_fill_inplace, 1, "a fill kernel"),
     "zero": Rule(_fill_inplace, 1, "a fill kernel"),
     # pointwise
@@ -573,7 +581,7 @@ RULES: dict[str, Rule] = {
     "_softmax": Rule(_softmax, 1, "softmax"),
     "_safe_softmax": Rule(_softmax, 1, "softmax"),
     "native_layer_norm": Rule(_layer_norm, 1, "layer norm"),
-    "_fused_rms_norm": Rule(_rms_norm, 1, "RMS norm"),
+    "rms_norm": Rule(_rms_norm, 1, "RMS norm (CUDA runs one fused kernel)"),
     # GEMMs and attention
     "mm": Rule(_mm, 1, "cuBLAS GEMM"),
     "bmm": Rule(_mm, 1, "cuBLAS batched GEMM"),

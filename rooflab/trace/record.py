@@ -5,9 +5,10 @@ is the level eager PyTorch launches kernels at. The forward runs on the meta dev
 no weights and no memory are needed; shapes, dtypes and strides are exact.
 
 Two things are recorded above the ATen level, where the meta device would not run what a GPU
-runs: `scaled_dot_product_attention`, which on CUDA is one fused backend kernel but on meta
-decomposes into the math path (it is captured at the function level and its inner ATen ops
-are not recorded), and the module path of every op (forward pre/post hooks keep a stack).
+runs: `scaled_dot_product_attention` and `rms_norm`, which on CUDA are one fused kernel each
+but on meta decompose into their math (they are captured at the function level and their
+inner ATen ops are not recorded), and the module path of every op (forward pre/post hooks
+keep a stack).
 
 Data flow: every tensor value gets a number. An op's outputs are new values; an op that writes
 an input in place (`add_`, `index_copy_`) makes a new version of it, which later readers of
@@ -21,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# functions captured whole instead of by their ATen decomposition on the meta device
-CAPTURED_FUNCTIONS = ("scaled_dot_product_attention",)
+# functions captured whole instead of by their ATen decomposition on the meta device: on CUDA
+# each runs as one fused kernel (an SDPA backend, the fused RMS norm)
+CAPTURED_FUNCTIONS = ("scaled_dot_product_attention", "rms_norm")
 
 
 @dataclass(frozen=True, slots=True)
