@@ -11,6 +11,7 @@ Loading the YAML gives back a graph that predicts exactly what the traced graph 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -52,7 +53,9 @@ class _Folder:
         self.users: dict[str, set[str]] = {}          # graph input -> blocks that read it
 
     def segments(self) -> list[_Segment | Op]:
-        """Top-level ops and segments, in graph order."""
+        """Top-level ops and segments, in graph order. Top-level ops between two items of one
+        module list (a residual add the parent module does) belong to the earlier item; after
+        the last item, as many as each earlier item took, if they are there."""
         items: list[_Segment | Op] = []
         for op in self.g.ops:
             if not op.block:
@@ -61,6 +64,28 @@ class _Folder:
                 if not (items and isinstance(items[-1], _Segment) and items[-1].block == op.block):
                     items.append(_Segment(op.block, []))
                 items[-1].add(op)
+        merged: list[_Segment | Op] = []
+        tail: dict[str, int] = {}      # module list -> top-level ops each item took
+        i = 0
+        while i < len(items):
+            it = items[i]
+            merged.append(it)
+            i += 1
+            if not isinstance(it, _Segment):
+                continue
+            family = folded_name(it.block)
+            j = i
+            while j < len(items) and isinstance(items[j], Op):
+                j += 1
+            if j < len(items) and folded_name(items[j].block) == family:
+                take = j - i
+                tail[family] = take if tail.get(family, take) == take else -1
+            else:
+                take = tail.get(family, 0) if tail.get(family, 0) > 0 and j - i >= tail[family] else 0
+            for op in items[i:i + take]:
+                it.add(op)
+            i += take
+        items = merged
         for it in items:
             if isinstance(it, _Segment):
                 for op in it.ops:
@@ -77,7 +102,11 @@ class _Folder:
         for op in seg.ops:
             for t in op.inputs:
                 if t in self.inputs and t not in own and self.users.get(t) == {seg.block}:
-                    own[t] = _local_input_name(seg, t, index) or f"const{len(own)}"
+                    local = _local_input_name(seg, t, index)
+                    if local is None and re.fullmatch(r"v\d+", t):    # unnamed (a constant)
+                        local = f"const{len(own)}"
+                    if local is not None:
+                        own[t] = local
         return own
 
     def signature(self, seg: _Segment, prev: _Segment | None):
@@ -101,8 +130,7 @@ class _Folder:
                 else:
                     outer[(i, j)] = t
                     refs.append(("c",))     # read from outside: a carry or a shared tensor
-            base = op.name[len(seg.block) + 1:] if op.name.startswith(seg.block + ".") else op.name
-            sig.append((base, op.kind, repr(sorted(op.attrs.items())), op.launches, tuple(refs),
+            sig.append((op.kind, repr(sorted(op.attrs.items())), op.launches, tuple(refs),
                         tuple((self.g.tensors[t].shape, self.g.tensors[t].dtype.name)
                               for t in op.outputs)))
         return tuple(sig), carried, outer
