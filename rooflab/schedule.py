@@ -267,11 +267,11 @@ class _Grouper:
             return self._same_space(gid, i, self.g.ops[i].inputs[0])
         if role is Role.SCATTER:
             return self._scatter_prologue(gid, i)
-        if role is Role.GATHER and anchor is not Role.POINTWISE and len(op.inputs) == 2 \
-                and self.group_of.get(self.producer.get(self.view(op.inputs[1]), -1)) == gid:
-            # a row kernel's (or tile's) results are whole only at its end: indices made there
-            # may point into rows other programs hold
-            return f"{op.name} reads its index from a {anchor.value} kernel"
+        if role is Role.GATHER and anchor is not Role.POINTWISE and any(
+                self.group_of.get(self.producer.get(self.view(t), -1)) == gid for t in op.inputs):
+            # a row kernel's (or a tile's) results are whole only at its end: a gather from
+            # them, or by indices made there, may reach rows other programs hold
+            return f"{op.name} ({op.kind}) reads by index what a {anchor.value} kernel makes"
         # pointwise or gather joining
         if not self.policy.allows(anchor, role if role is not Role.GATHER else Role.POINTWISE):
             return f"policy '{self.policy.name}' does not fuse {role.value} into a {anchor.value} kernel"
