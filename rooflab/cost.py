@@ -299,9 +299,11 @@ def _attention_balance(info: _Graphinfo, kernel: Kernel, sm_count: int) -> float
     is max(total work / SMs, longest program), the bound of any greedy schedule."""
     g = info.graph
     ops = [g.ops[i] for i in kernel.ops]
-    att = next((op for op in ops if op.kind == "attention"), None)
+    att = next((op for op in ops if KINDS[op.kind].role is Role.ATTENTION), None)
     if att is not None:
-        q, k = (g.tensors[info.rt(t)] for t in att.inputs[:2])
+        # mla_attention's keys are its latent cache, [B, Sk, L]: the third input
+        keys = att.inputs[2] if att.kind == "mla_attention" else att.inputs[1]
+        q, k = g.tensors[info.rt(att.inputs[0])], g.tensors[info.rt(keys)]
         causal = att.attrs.get("causal", True)
     elif kernel.fusion == "attention":
         q, k = (g.tensors[info.rt(t)] for t in ops[0].inputs[:2])

@@ -199,3 +199,18 @@ def test_validate_dry_run_skips_the_reference_only_kinds_with_the_reason(h200):
     assert "# skipped: no generated Triton kernel for topk: its PyTorch reference is checked" in text
     assert "# skipped: no Triton template for grouped_matmul" in text
     assert "@triton.jit" in text                         # the rest are still generated
+
+
+def test_causal_mla_prefill_is_balanced_like_attention(h200):
+    from rooflab import cost, schedule
+    g = workload.load_dict({"name": "t", "tensors": {
+        "ql": {"shape": [1, 2, 4096, 512], "dtype": "bf16"},
+        "qr": {"shape": [1, 2, 4096, 64], "dtype": "bf16"},
+        "lc": {"shape": [1, 4096, 512], "dtype": "bf16"},
+        "rc": {"shape": [1, 4096, 64], "dtype": "bf16"}},
+        "ops": [{"kind": "mla_attention", "name": "m", "inputs": ["ql", "qr", "lc", "rc"],
+                 "outputs": ["o"]}]})
+    s = schedule.build(g, "unfused")
+    # 32 query blocks of 128, block j scans j + 1 key blocks: 2 heads * 528 = 1056 block-units
+    # over 132 SMs is 8 each, but the last program alone takes 32: 1056 / (132 * 32) = 0.25
+    assert cost._attention_balance(cost._Graphinfo(g), s.kernels[0], h200.sm_count) == 0.25
