@@ -197,13 +197,11 @@ def _slices_cost(op, ins, outs):
     x, index, src = ins
     ax = axis_of(op, x)
     touched = x.dtype.nbytes(min(index.shape[0], x.shape[ax]) * _slice_elems(x, ax))
-    reads = [(1, index.nbytes), (2, src.nbytes)]
-    flops = 0
-    if op.kind == "index_add":
-        reads.append((0, touched))      # read-modify-write of the touched slices
+    reads = ((1, index.nbytes), (2, src.nbytes))
+    if op.kind == "index_add":          # read-modify-write of the touched slices
         flops = src.numel * (2 if op.attrs.get("alpha", 1) != 1 else 1)
-        return OpCost(vector_flops=flops, reads=tuple(reads), writes=((0, touched),))
-    return OpCost(reads=tuple(reads), writes=((0, min(src.nbytes, x.nbytes)),))
+        return OpCost(vector_flops=flops, reads=reads + ((0, touched),), writes=((0, touched),))
+    return OpCost(reads=reads, writes=((0, min(src.nbytes, x.nbytes)),))
 
 
 def _index_add_ref(op, xs, c):
