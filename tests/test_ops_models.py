@@ -214,3 +214,19 @@ def test_causal_mla_prefill_is_balanced_like_attention(h200):
     # 32 query blocks of 128, block j scans j + 1 key blocks: 2 heads * 528 = 1056 block-units
     # over 132 SMs is 8 each, but the last program alone takes 32: 1056 / (132 * 32) = 0.25
     assert cost._attention_balance(cost._Graphinfo(g), s.kernels[0], h200.sm_count) == 0.25
+
+
+def test_grouped_matmul_reference_multiplies_each_experts_rows_by_its_weights():
+    torch = pytest.importorskip("torch")
+    from rooflab.validate import reference
+    g = workload.load_dict({"name": "t", "tensors": {
+        "x": {"shape": [7, 4], "dtype": "fp32"}, "w": {"shape": [3, 4, 5], "dtype": "fp32"}},
+        "ops": [{"kind": "grouped_matmul", "name": "g", "inputs": ["x", "w"], "outputs": ["y"]},
+                {"kind": "grouped_matmul", "name": "h", "tokens_per_expert": [0, 6, 1],
+                 "inputs": ["x", "w"], "outputs": ["z"]}]})
+    x, w = torch.randn(7, 4), torch.randn(3, 4, 5)
+    env = reference.run_graph(g, {"x": x, "w": w})
+    # balanced: 7 rows over 3 experts are 3, 2, 2
+    want = torch.cat([x[:3] @ w[0], x[3:5] @ w[1], x[5:] @ w[2]])
+    assert torch.allclose(env["y"], want, atol=1e-6)
+    assert torch.allclose(env["z"], torch.cat([x[:6] @ w[1], x[6:] @ w[2]]), atol=1e-6)
