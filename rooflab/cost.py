@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 from rooflab.graph import Graph
 from rooflab.hardware import Hardware
-from rooflab.ops import OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_roots
+from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
+                         view_roots)
 from rooflab.schedule import Kernel, Schedule
 
 LAUNCH_MODES = ("eager", "graph")
@@ -121,6 +122,7 @@ class _Graphinfo:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.root = view_roots(graph)
+        self.region = view_regions(graph)
         self.consumers: dict[str, set[int]] = {}
         tensors = graph.tensors
         self.costs: list[OpCost] = []
@@ -140,9 +142,14 @@ class _Graphinfo:
                 c = cache[key] = KINDS[op.kind].cost(op, ins, outs)
             self.costs.append(c)
         self.outputs = {self.rt(t) for t in graph.outputs}
+        self.scatters = {i for i, op in enumerate(graph.ops) if KINDS[op.kind].role is Role.SCATTER}
 
     def rt(self, t: str) -> str:
         return self.root.get(t, t)
+
+    def bytes_of(self, t: str) -> tuple[str, tuple]:
+        """(root, region): which bytes tensor `t` names (a slice names part of its root)."""
+        return self.region.get(t, (t, ()))
 
 
 def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
@@ -155,9 +162,10 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
         widths = (64, 32, 16) if bm == 16 else (128, 64, 32)
         best = max(_waves_filled(m, n, batch, bm, bn, sm_count) for bn in widths)
         # the widest tile within 15% of the best fill: every narrower tile re-reads the whole
-        # activation panel once more, which costs more than a partly filled last wave
+        # activation panel once more, which costs more than a partly filled last wave. The 15%
+        # is relative: a grid that fills 3% of the SMs is not "within 15%" of one that fills 12%
         return bm, next(bn for bn in widths
-                        if _waves_filled(m, n, batch, bm, bn, sm_count) >= best - 0.15)
+                        if _waves_filled(m, n, batch, bm, bn, sm_count) >= 0.85 * best)
     # 128x256 only where N fills it: a 256-wide tile over N <= 128 would compute masked columns
     if n > 128 and -(-m // 128) * -(-n // 256) * batch >= sm_count:
         return 128, 256
@@ -186,7 +194,7 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     g = info.graph
     members = set(kernel.ops)
     made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
-    reads: dict[str, int] = {}
+    reads: dict[tuple[str, tuple], int] = {}     # (root, region) -> bytes read
     writes = 0
     tensor_by_dtype: dict[str, int] = {}
     vector = reread = link = sfu = dequant = 0
@@ -202,7 +210,7 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
         if c.row_bytes:
             # a row kernel runs one program per row: fewer rows than SMs leave SMs idle
             op = g.ops[i]
-            rows = g.tensors[info.rt(op.inputs[0])].numel // (c.row_bytes // 4)
+            rows = g.tensors[op.inputs[0]].numel // (c.row_bytes // 4)
             waves = min(waves, rows / hw.sm_count)
         if c.tensor_flops:
             tensor_by_dtype[c.tensor_dtype] = tensor_by_dtype.get(c.tensor_dtype, 0) + c.tensor_flops
@@ -215,23 +223,31 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
             extra_passes = c.passes_if_spilled - 1      # a row that does not fit is re-read
         op = g.ops[i]
         for pos, b in c.reads:
-            r = info.rt(op.inputs[pos]) if pos != OPAQUE_TRAFFIC else f"{op.name}:traffic"
-            if pos != OPAQUE_TRAFFIC and r != op.inputs[pos]:
-                b = min(b, g.tensors[r].nbytes)    # a view (an expand) names no more bytes
-            if r not in made:
-                reads[r] = max(reads.get(r, 0), b * (1 + extra_passes))
+            key = info.bytes_of(op.inputs[pos]) if pos != OPAQUE_TRAFFIC \
+                else (f"{op.name}:traffic", ())
+            if pos != OPAQUE_TRAFFIC and key[0] != op.inputs[pos]:
+                b = min(b, g.tensors[key[0]].nbytes)    # a view (an expand) names no more bytes
+            if key[0] not in made:
+                # two reads of the same bytes are one; two slices of a tensor are different bytes
+                reads[key] = max(reads.get(key, 0), b * (1 + extra_passes))
         for pos, b in c.writes:
             r = info.rt(op.outputs[pos])
-            if r in info.outputs or any(j not in members for j in info.consumers.get(r, ())):
+            # a scatter's write is a side effect on its target: it always reaches memory
+            if r in info.outputs or i in info.scatters or \
+                    any(j not in members for j in info.consumers.get(r, ())):
                 writes += b
     causal_fraction = 1.0
     if kernel.fusion == "attention":
         reread += _attention_reread(info, kernel)
         causal_fraction = _causal_fraction(info, kernel)
     balance = _attention_balance(info, kernel, hw.sm_count)
-    read_bytes = sum(reads.values())
+    # a slice of a tensor the kernel also reads whole adds no bytes
+    # (NB: two overlapping slices of one tensor count their overlap twice)
+    read_bytes = sum(b for (root, region), b in reads.items()
+                     if not region or reads.get((root, ()), 0) < g.tensors[root].nbytes)
     # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
-    in_attention = kernel.fusion == "attention" or any(g.ops[i].kind == "attention" for i in kernel.ops)
+    in_attention = kernel.fusion == "attention" or any(
+        KINDS[g.ops[i].kind].role is Role.ATTENTION for i in kernel.ops)
     tensor_s = sum(f / hw.tensor_rate(d, in_attention) for d, f in tensor_by_dtype.items()) / waves
     # a fused causal attention kernel skips the key blocks its mask removes: its FLOPs are the
     # naive pattern's (fusion never changes FLOPs), its time is that of the kept blocks
@@ -287,9 +303,11 @@ def _attention_balance(info: _Graphinfo, kernel: Kernel, sm_count: int) -> float
     is max(total work / SMs, longest program), the bound of any greedy schedule."""
     g = info.graph
     ops = [g.ops[i] for i in kernel.ops]
-    att = next((op for op in ops if op.kind == "attention"), None)
+    att = next((op for op in ops if KINDS[op.kind].role is Role.ATTENTION), None)
     if att is not None:
-        q, k = (g.tensors[info.rt(t)] for t in att.inputs[:2])
+        # mla_attention's keys are its latent cache, [B, Sk, L]: the third input
+        keys = att.inputs[2] if att.kind == "mla_attention" else att.inputs[1]
+        q, k = g.tensors[info.rt(att.inputs[0])], g.tensors[info.rt(keys)]
         causal = att.attrs.get("causal", True)
     elif kernel.fusion == "attention":
         q, k = (g.tensors[info.rt(t)] for t in ops[0].inputs[:2])

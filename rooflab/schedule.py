@@ -43,7 +43,7 @@ class FusionPolicy:
         return (anchor.value, role.value) in self.edges
 
 
-_PW, _GA, _RED, _GEMM = "pointwise", "gather", "reduction", "gemm"
+_PW, _GA, _RED, _GEMM, _SC = "pointwise", "gather", "reduction", "gemm", "scatter"
 POLICIES: dict[str, FusionPolicy] = {
     "unfused": FusionPolicy("unfused", "one kernel per op, as eager PyTorch runs it"),
     "epilogue": FusionPolicy(
@@ -53,8 +53,8 @@ POLICIES: dict[str, FusionPolicy] = {
     "fused": FusionPolicy(
         "fused", "Inductor-like: pointwise chains, pointwise prologues and epilogues of "
         "reductions/softmax/norms, GEMM epilogues, dequantize inside the GEMM, and "
-        "FlashAttention-style attention",
-        edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_GEMM, _PW)}),
+        "FlashAttention-style attention; a scatter computes the values it writes",
+        edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_GEMM, _PW), (_PW, _SC)}),
         dequant_prologue=True, attention_pattern=True, reduction_prologue=True),
 }
 
@@ -245,7 +245,7 @@ class _Grouper:
             return f"{dep} is data-dependent control flow"
         if self.fusion[gid] == "attention":
             return "a FlashAttention-style kernel takes no epilogue here"
-        if anchor in (Role.COLLECTIVE, Role.OPAQUE, Role.ATTENTION):
+        if anchor in (Role.COLLECTIVE, Role.OPAQUE, Role.ATTENTION, Role.SCATTER):
             return f"{self.g.ops[self.groups[gid][0]].name} is a fusion barrier ({anchor.value})"
         if role is Role.GEMM:
             # the verdict depends only on the group's ops: reuse it until the group grows
@@ -267,6 +267,13 @@ class _Grouper:
             if spill:
                 return spill
             return self._same_space(gid, i, self.g.ops[i].inputs[0])
+        if role is Role.SCATTER:
+            return self._scatter_prologue(gid, i)
+        if role is Role.GATHER and anchor is not Role.POINTWISE and any(
+                self.group_of.get(self.producer.get(self.view(t), -1)) == gid for t in op.inputs):
+            # a row kernel's (or a tile's) results are whole only at its end: a gather from
+            # them, or by indices made there, may reach rows other programs hold
+            return f"{op.name} ({op.kind}) reads by index what a {anchor.value} kernel makes"
         # pointwise or gather joining
         if not self.policy.allows(anchor, role if role is not Role.GATHER else Role.POINTWISE):
             return f"policy '{self.policy.name}' does not fuse {role.value} into a {anchor.value} kernel"
@@ -306,6 +313,21 @@ class _Grouper:
             return (f"{op.name}'s row ({c.row_bytes // 1024} KiB in fp32) does not fit in "
                     f"{int(self.hw.smem_per_sm_bytes) // 1024} KiB of shared memory: multi-pass")
         return None
+
+    def _scatter_prologue(self, gid: int, i: int) -> str | None:
+        """A scatter (in place into its first input) takes a pointwise kernel that computes
+        the values it writes (its last input), and nothing else."""
+        op = self.g.ops[i]
+        if self.anchor[gid] is not Role.POINTWISE:
+            return f"{op.name} ({op.kind}) fuses only with a pointwise producer of its values"
+        if not self.policy.allows(Role.POINTWISE, Role.SCATTER):
+            return f"policy '{self.policy.name}' does not fuse a scatter into a pointwise kernel"
+        made_here = [self.group_of.get(self.producer.get(self.view(t), -1)) == gid
+                     for t in op.inputs]
+        if any(made_here[:-1]) or not made_here[-1]:
+            return (f"{op.name} would read its target or index from this kernel: only the "
+                    "values it writes fuse")
+        return self._same_space(gid, i, op.inputs[-1])
 
     def _gemm_prologue(self, gid: int, i: int) -> str | None:
         if not self.policy.dequant_prologue:
@@ -412,7 +434,10 @@ class _Grouper:
         role = self.roles[i]
         old = self.anchor[gid]
         self._add(gid, i)
-        if role is Role.GEMM or (role is Role.REDUCTION and old in (Role.POINTWISE, Role.GATHER)):
+        if role is Role.SCATTER:
+            self.anchor[gid] = role
+            self.fusion[gid] = "scatter prologue"
+        elif role is Role.GEMM or (role is Role.REDUCTION and old in (Role.POINTWISE, Role.GATHER)):
             self.anchor[gid] = role
             self.fusion[gid] = "dequant-in-GEMM" if role is Role.GEMM else "reduction prologue"
         elif old is Role.GEMM:

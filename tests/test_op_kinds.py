@@ -14,7 +14,8 @@ RUNS_ON_ONE_GPU = {"collective", "opaque"}
 
 
 def test_the_library_holds_every_kind():
-    assert len(KINDS) == 43
+    assert len(KINDS) == 59       # 40, then issue 13's indexing, slicing, ordering, MoE, MLA and
+                                  # the generic elementwise, fill and expand of traced graphs
     assert set(UNARY_FLOPS) | set(BINARY_KINDS) <= set(KINDS)
 
 
@@ -31,11 +32,11 @@ def test_kind_record_is_complete(name):
     if k.op_class in RUNS_ON_ONE_GPU:
         assert hook.unsupported and k.reference is None
         return
-    if hook.unsupported:          # priced, not validated (the generic traced kinds): say why
-        assert len(hook.unsupported) > 20
-        return
     assert callable(k.reference), f"{name} has no PyTorch reference"
     if k.role is ops.Role.VIEW:
+        return
+    if hook.unsupported:          # checked against its reference only: the reason is shown
+        assert name in hook.unsupported and not (hook.expr or hook.emit or hook.row or hook.template)
         return
     if k.role is ops.Role.REDUCTION:
         assert hook.row and hook.loop and len(hook.loop) == 4

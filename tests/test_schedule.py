@@ -161,7 +161,10 @@ def test_fusion_saves_little_when_the_all_reduce_dominates():
     fus = api.predict(W + "tp_layer_allreduce.yaml", "l40s", "fused", "graph", sets)
     assert unf.totals.bound == "link"
     link = unf.totals.link_s
-    assert link > 0.5 * unf.totals.time_s
+    # 0.47: it was above 0.5 while [batch, 1, D] @ [D, N] was priced as `batch` one-row GEMMs;
+    # priced as the one GEMM cuBLAS runs (M = batch = 1024), the k/v projections (N = 128)
+    # fill 8 of the L40S's 142 SMs with 128x128 tiles (split-K is not modelled), ~464 µs each
+    assert link > 0.45 * unf.totals.time_s
     assert fus.totals.link_s == pytest.approx(link)          # fusion does not fix the link
     assert (unf.totals.time_s - fus.totals.time_s) < 0.05 * unf.totals.time_s
 

@@ -10,7 +10,8 @@ import importlib
 import pkgutil
 
 from rooflab.ops.base import (KINDS, OP_CLASSES, OPAQUE_TRAFFIC, Attr, AttrError, OpCost,
-                              OpKind, Role, ShapeError, TritonHook, broadcast, role, view_roots)
+                              OpKind, Role, ShapeError, TritonHook, broadcast, role, view_regions,
+                              view_roots)
 
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module != "base":
@@ -21,7 +22,7 @@ from rooflab.ops.gemm import gemm_family, qmatmul_family  # noqa: E402
 
 __all__ = ["KINDS", "OP_CLASSES", "OPAQUE_TRAFFIC", "Attr", "AttrError", "OpCost", "OpKind",
            "Role", "ShapeError", "TritonHook", "attention_pairs", "broadcast", "gemm_family",
-           "kernel_op_class", "qmatmul_family", "role", "view_roots"]
+           "kernel_op_class", "qmatmul_family", "role", "view_regions", "view_roots"]
 
 
 def kernel_op_class(kinds, fusion: str = "") -> str:

@@ -17,25 +17,44 @@ def attention_pairs(sq: int, sk: int, causal: bool) -> int:
     return sq * (sk - sq) + sq * (sq + 1) // 2
 
 
+def _layout_problem(q, k, v, causal: bool) -> str | None:
+    """Why q, k, v [B, H, S, D] do not fit together; None when they do."""
+    b, hq, sq, d = q.shape
+    if k.shape[0] != b or v.shape[0] != b:
+        return f"batch differs: q {b}, k {k.shape[0]}, v {v.shape[0]}"
+    if k.shape[1] != v.shape[1] or k.shape[2] != v.shape[2]:
+        return f"k {list(k.shape)} and v {list(v.shape)} must share heads and length"
+    if hq % k.shape[1]:
+        return f"query heads {hq} not a multiple of key/value heads {k.shape[1]}"
+    if k.shape[3] != d:
+        return f"q head dim {d} differs from k head dim {k.shape[3]}"
+    if causal and sq > k.shape[2]:
+        return f"causal attention with more queries ({sq}) than keys ({k.shape[2]})"
+    return None
+
+
+def _bhsd(t):
+    """A [B, S, H, D] tensor's shape read as [B, H, S, D]."""
+    return type(t)(t.name, (t.shape[0], t.shape[2], t.shape[1], t.shape[3]), t.dtype)
+
+
 def _infer(op, ins):
     q, k, v = ins
     for t in ins:
         if len(t.shape) != 4:
             raise ShapeError(f"attention wants 4-D [B, H, S, D] tensors, {t.name} is "
                              f"{list(t.shape)}")
-    b, hq, sq, d = q.shape
-    if k.shape[0] != b or v.shape[0] != b:
-        raise ShapeError(f"batch differs: q {b}, k {k.shape[0]}, v {v.shape[0]}")
-    if k.shape[1] != v.shape[1] or k.shape[2] != v.shape[2]:
-        raise ShapeError(f"k {list(k.shape)} and v {list(v.shape)} must share heads and length")
-    if hq % k.shape[1]:
-        raise ShapeError(f"query heads {hq} not a multiple of key/value heads {k.shape[1]}")
-    if k.shape[3] != d:
-        raise ShapeError(f"q head dim {d} differs from k head dim {k.shape[3]}")
-    if op.attrs.get("causal", True) and sq > k.shape[2]:
-        raise ShapeError(f"causal attention with more queries ({sq}) than keys ({k.shape[2]})")
+    causal = op.attrs.get("causal", True)
+    problem = _layout_problem(q, k, v, causal)
+    if problem:
+        # the shapes a user wrote [B, S, H, D] (the layout of nn.Linear outputs) fit when
+        # their heads and sequence are swapped: say so
+        if _layout_problem(*map(_bhsd, ins), causal) is None:
+            problem += ("; attention takes [B, H, S, D]; these look like [B, S, H, D]: "
+                        "permute(0, 2, 1, 3) first")
+        raise ShapeError(problem)
     gemm_family(q.dtype, k.dtype, op)
-    return [((b, hq, sq, v.shape[3]), q.dtype)]
+    return [((q.shape[0], q.shape[1], q.shape[2], v.shape[3]), q.dtype)]
 
 
 def _cost(op, ins, outs):

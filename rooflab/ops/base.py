@@ -30,6 +30,9 @@ class Role(str, Enum):
     """What an op is to the fusion scheduler (tinygrad's GroupOp idea)."""
     POINTWISE = "pointwise"      # elementwise, broadcasts allowed; fuses anywhere
     GATHER = "gather"            # embedding lookup: reads rows by index
+    SCATTER = "scatter"          # writes rows by index into an existing tensor (in place): a
+                                 # fusion barrier for its output; may take a pointwise producer
+                                 # of the values it writes
     REDUCTION = "reduction"      # needs a whole row on chip: reduce, softmax, norms
     GEMM = "gemm"                # tensor-core anchor; takes tile epilogues and dequant prologues
     ATTENTION = "attention"      # fused QK^T-softmax-PV
@@ -134,7 +137,8 @@ class TritonHook:
     (a cast's clamp, a mask over positions, rotary's partner lane); `row` and `loop`: a row
     reduction's lines whole in registers and in the chunked two-pass form (init, accumulate,
     finish, per element); `template`: a hand-written kernel family runs it; `unsupported`: why
-    it does not run on one GPU."""
+    no validation kernel computes it (it does not run on one GPU, or, where the kind has a
+    PyTorch reference, no generated kernel is written for it yet: validation skips it)."""
     expr: str | None = None
     emit: str | None = None
     row: tuple[str, ...] = ()
@@ -169,6 +173,9 @@ class OpKind:
     reference: Callable | None = None
     triton: TritonHook = TritonHook()
     flops_per_element: int | None = None    # pointwise kinds: FLOPs per output element
+    # views of part of their input (slice, split): (input shape, axis, start, stop, step) of
+    # each output, as `view_regions` keys them
+    regions: Callable[[Op, Tensor], list[tuple]] | None = None
 
 
 KINDS: dict[str, OpKind] = {}
@@ -192,13 +199,36 @@ def role(kind: str) -> Role:
 
 
 def view_roots(graph: Graph) -> dict[str, str]:
-    """Each view op's output -> the tensor whose bytes it names (looking through chains)."""
+    """Each output of every view op -> the tensor whose bytes it names (looking through chains).
+    A view with several outputs (split) maps each of them to the same root."""
     root: dict[str, str] = {}
     for op in graph.ops:
         if KINDS[op.kind].role is Role.VIEW:
             src = op.inputs[0]
-            root[op.outputs[0]] = root.get(src, src)
+            for out in op.outputs:
+                root[out] = root.get(src, src)
     return root
+
+
+# A region names which bytes of its root a view covers: () for all of them (reshape, permute);
+# a slice or split appends (input shape, axis, start, stop, step), so two views of one range
+# compare equal and views of different ranges do not.
+Region = tuple
+
+
+def view_regions(graph: Graph) -> dict[str, tuple[str, Region]]:
+    """Each view op's output -> (root tensor, the region of the root's bytes it names)."""
+    out: dict[str, tuple[str, Region]] = {}
+    for op in graph.ops:
+        kind = KINDS[op.kind]
+        if kind.role is not Role.VIEW:
+            continue
+        src = op.inputs[0]
+        root, region = out.get(src, (src, ()))
+        ranges = kind.regions(op, graph.tensors[src]) if kind.regions else None
+        for j, t in enumerate(op.outputs):
+            out[t] = (root, region + (ranges[j],) if ranges else region)
+    return out
 
 
 # ----------------------------------------------------------------------------- shared helpers

@@ -51,7 +51,7 @@ register(OpKind(
      "flops": Attr("int", "FLOPs per output element (default 1)", min=0),
      "dtype": DTYPE_ATTR},
     _elementwise_ref,
-    TritonHook(unsupported="a generic elementwise op: its function is named, not defined")))
+    TritonHook(unsupported="elementwise is generic: its function is named, not defined")))
 
 
 def _fill_infer(op, ins):
@@ -77,7 +77,7 @@ register(OpKind(
      "dtype": Attr("dtype", "output dtype (default fp32)"),
      "fn": Attr("str", "what it writes (the ATen op name)")},
     lambda op, xs, c: c.torch.zeros(c.out_shape),
-    TritonHook(unsupported="writes constants only: priced, not validated")))
+    TritonHook(unsupported="fill writes constants only: priced, not validated")))
 
 
 def _expand_infer(op, ins):

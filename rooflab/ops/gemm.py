@@ -28,6 +28,15 @@ def mm_dims(op: Op, a: Tensor, b: Tensor):
     return batch, m, n, k
 
 
+def gemm_tiles(batch: tuple[int, ...], m: int, n: int, b: Tensor) -> tuple[int, int, int]:
+    """(M, N, batch) of the GEMM a library runs for a matmul: with a 2-D `b` (a weight), the
+    leading dims of `a` fold into M (torch.matmul views [..., M, K] as [prod(...) * M, K] and
+    makes one cuBLAS call), so [32, 1, K] @ [K, N] is one GEMM of M = 32, not 32 of M = 1."""
+    if len(b.shape) == 2:
+        return numel(batch) * m, n, 1
+    return m, n, numel(batch)
+
+
 def gemm_family(a: DType, b: DType, op: Op) -> str | None:
     """The tensor-core family a matmul of these dtypes runs at; None for fp32 on vector units."""
     if a.compute != b.compute:
@@ -73,7 +82,7 @@ def _matmul_cost(op, ins, outs):
     flops = 2 * numel(batch) * m * n * k
     fam = gemm_family(a.dtype, b.dtype, op)
     reads, writes = read_write_once(ins, outs)
-    mnb = (m, n, numel(batch))
+    mnb = gemm_tiles(batch, m, n, b)
     if fam is None:
         return OpCost(vector_flops=flops, reads=reads, writes=writes, gemm_mnb=mnb)
     return OpCost(tensor_flops=flops, tensor_dtype=fam, reads=reads, writes=writes, gemm_mnb=mnb)
@@ -118,7 +127,7 @@ def _qmatmul_cost(op, ins, outs):
     return OpCost(tensor_flops=2 * numel(batch) * m * n * k, tensor_dtype=fam,
                   vector_flops=(w.numel if not w.dtype.is_float else 0),
                   dequant_elems=(w.numel if not w.dtype.is_float else 0),
-                  reads=reads, writes=((0, outs[0].nbytes),), gemm_mnb=(m, n, numel(batch)))
+                  reads=reads, writes=((0, outs[0].nbytes),), gemm_mnb=gemm_tiles(batch, m, n, w))
 
 
 def _qmatmul_ref(op, xs, c):

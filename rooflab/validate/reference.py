@@ -74,17 +74,23 @@ class _Context:
 def eval_op(op: Op, ins: list[torch.Tensor], graph: Graph, env: dict | None = None
             ) -> list[torch.Tensor]:
     """Evaluate one op in fp32 (storage dtype on output), as the Triton kernels compute it;
-    views return a view of their input."""
+    views return a view of their input. One tensor per output (a reference of a kind with
+    several outputs returns a list)."""
     kind = KINDS[op.kind]
     if kind.reference is None:
         raise Unsupported(kind.triton.unsupported or f"no reference for {op.kind}")
     ctx = _Context(op, ins, graph, env)
     if kind.role is Role.VIEW:
-        return [kind.reference(op, ins, ctx)]
+        y = kind.reference(op, ins, ctx)
+        return list(y) if isinstance(y, (list, tuple)) else [y]
     f = [x.float() if x.is_floating_point() or x.dtype == torch.int8 else x for x in ins]
     y = kind.reference(op, f, ctx)
-    out_t = graph.tensors[op.outputs[0]]
-    return [y.to(torch_dtype(out_t.dtype.name)) if out_t.dtype.name != "int4" else y.to(torch.int8)]
+    ys = list(y) if isinstance(y, (list, tuple)) else [y]
+    stored = []
+    for val, name in zip(ys, op.outputs):
+        dt = graph.tensors[name].dtype.name
+        stored.append(val.to(torch_dtype(dt)) if dt != "int4" else val.to(torch.int8))
+    return stored
 
 
 def run_graph(graph: Graph, inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -27,15 +27,16 @@ class Built:
 
 class Views:
     """Maps a tensor made by a view op (reshape, permute, ...) to the tensor whose memory it
-    aliases, and records which tensors are permuted (not contiguous) views."""
+    aliases, and records which tensors are permuted (not contiguous, or offset: a slice or a
+    part of a split) views."""
 
     def __init__(self, graph: Graph):
         self.root = view_roots(graph)
         self.permuted: set[str] = set()
         for op in graph.ops:
             if KINDS[op.kind].role is Role.VIEW and (
-                    op.kind == "permute" or op.inputs[0] in self.permuted):
-                self.permuted.add(op.outputs[0])
+                    op.kind in ("permute", "slice", "split") or op.inputs[0] in self.permuted):
+                self.permuted.update(op.outputs)
 
     def __call__(self, t: str) -> str:
         return self.root.get(t, t)

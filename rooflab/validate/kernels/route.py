@@ -32,6 +32,9 @@ def family(g: Graph, kernel: Kernel, views: Views) -> str:
     roles = {KINDS[k].role for k in kinds}
     if roles & {Role.COLLECTIVE, Role.OPAQUE}:
         raise Unsupported(f"{'/'.join(kinds)} does not run on one GPU")
+    for k in kinds:                 # kinds checked against their PyTorch reference only
+        if KINDS[k].triton.unsupported:
+            raise Unsupported(KINDS[k].triton.unsupported)
     if kernel.fusion == "attention" or kinds == ["attention"]:
         return "attention"
     if kinds == ["qmatmul"]:
