@@ -134,7 +134,7 @@ def hardware_show(name: Annotated[str, typer.Argument(help="Spec name (see `hard
 @app.command("models")
 @_errors
 def models(
-    configs: Annotated[Optional[list[str]], typer.Argument(metavar="MODEL...", help="Bundled names or config.json paths (default: every bundled model).")] = None,
+    configs: Annotated[Optional[list[str]], typer.Argument(metavar="MODEL", help="Bundled names or config.json paths (default: every bundled model).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (schema rooflab.models/1).")] = False,
 ):
     """The bundled Hugging Face models (`hf:NAME`): parameters, weight and KV-cache bytes.
