@@ -1,5 +1,5 @@
 """Bundled data: the specs and workloads resolve from anywhere, and a built wheel carries every
-file of hardware_specs/ (with measured/), workloads/ and the vendored plotly.js (.ci/wheel
+file of hardware_specs/ (with measured/), workloads/, models/ and the vendored plotly.js (.ci/wheel
 installs that wheel in a fresh venv and runs it)."""
 
 import shutil
