@@ -65,3 +65,10 @@ def workload_file(name_or_path: str) -> str | Path:
         if "/" not in name_or_path and stem.is_file():
             return stem
     return _in_folder(name_or_path, WORKLOAD_DIR, _FOLDERS["workloads"][0])
+
+
+def model_file(path: str) -> str | Path:
+    """A model config named by path, found from anywhere rooflab runs: `models/llama3-8b.json`
+    is the bundled config unless a file of that path exists (bundled names are resolved by
+    rooflab.trace.zoo)."""
+    return _in_folder(path, MODEL_DIR, _FOLDERS["models"][0])

@@ -44,6 +44,8 @@ def test_a_config_by_file_or_by_the_folder_holding_it(tmp_path, monkeypatch):
         name, config, path = zoo.resolve_config(given)
         assert name == "my-qwen" and config["hidden_size"] == 896 and path.name == "config.json"
     assert zoo.resolve_config("tiny.json")[0] == "tiny"
+    # the bundled file by its checkout path, from anywhere (here: no models/ folder in the cwd)
+    assert zoo.resolve_config("models/gemma3-1b.json")[2] == bundled.MODEL_DIR / "gemma3-1b.json"
 
 
 def test_config_errors_are_one_line_naming_the_file(tmp_path, monkeypatch):
@@ -65,6 +67,8 @@ def test_config_errors_are_one_line_naming_the_file(tmp_path, monkeypatch):
         "untyped.json: no 'model_type' field: not a Hugging Face config.json"
     for message in (_error(zoo.resolve_config, p) for p in ("bad.json", "lama3-8b")):
         assert "\n" not in message
+    assert _error(zoo.resolve_config, " ") == \
+        "expected a bundled model name or the path of a config.json"
 
 
 def test_an_architecture_transformers_does_not_know():
@@ -84,6 +88,15 @@ def test_a_config_transformers_cannot_build_is_one_line():
         "cannot build a causal LM from this config (llama): " in message and "\n" not in message
     assert _error(zoo.meta_model, config, "int8") == \
         "dtype 'int8': a model is built in one of bf16, fp16, fp32"
+
+
+def test_a_billion_layers_is_refused_before_building():
+    pytest.importorskip("transformers")
+    _, config, _ = zoo.resolve_config("llama3.2-1b")
+    assert _error(zoo.meta_model, {**config, "num_hidden_layers": 10**9}, "bf16", "big.json") \
+        == "big.json: num_hidden_layers 1000000000: more than 1,000; not building that"
+    assert _error(zoo.meta_model, {**config, "num_local_experts": 10**6}) == \
+        "num_local_experts 1000000: more than 4,096; not building that"
 
 
 def test_without_transformers_the_trace_extra_is_named(monkeypatch):

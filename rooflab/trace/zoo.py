@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from rooflab.bundled import MODEL_DIR
+from rooflab.bundled import MODEL_DIR, model_file
 from rooflab.dtypes import DTYPES, lookup
 from rooflab.errors import RooflabError
 from rooflab.yamlio import did_you_mean
@@ -27,6 +27,10 @@ TRACE_EXTRA = "pip install 'rooflab[trace]'"
 # config attributes that name the routed experts of a MoE layer, and how many a token takes
 _EXPERT_COUNTS = ("num_local_experts", "n_routed_experts", "num_experts")
 _TOP_K = "num_experts_per_tok"
+# Building a layer on the meta device takes about a millisecond, so a config asking for a
+# billion of them would hang rather than fail; real models have at most a few hundred (and
+# transformers keeps a layer's experts in one tensor, or a list of at most a few hundred).
+_MAX_COUNTS = {"num_hidden_layers": 1000, **{a: 4096 for a in _EXPERT_COUNTS}}
 
 
 class MissingExtra(RooflabError):
@@ -41,6 +45,8 @@ def bundled_names() -> list[str]:
 def _config_file(name_or_path: str) -> tuple[str, Path]:
     """(name, path of the config.json) for a bundled name, a file or a folder holding
     config.json. A folder's config is named after the folder, a file after its stem."""
+    if not name_or_path.strip():
+        raise RooflabError("expected a bundled model name or the path of a config.json")
     p = Path(name_or_path)
     looks_like_path = name_or_path.endswith(".json") or "/" in name_or_path or p.exists()
     if not looks_like_path:
@@ -50,6 +56,7 @@ def _config_file(name_or_path: str) -> tuple[str, Path]:
         names = bundled_names()
         raise RooflabError(f"unknown model '{name_or_path}'" + did_you_mean(name_or_path, names)
                            + f"; bundled: {', '.join(names)} (or pass a path to a config.json)")
+    p = Path(model_file(name_or_path))
     if p.is_dir():
         if not (p / "config.json").is_file():
             raise RooflabError("folder holds no config.json", file=name_or_path)
@@ -116,6 +123,10 @@ def meta_model(config: dict, dtype: str = "bf16", source: str | Path | None = No
         raise RooflabError(f"config of an unknown architecture: model_type '{model_type}' is "
                            f"not one transformers {transformers.__version__} knows"
                            + did_you_mean(model_type, CONFIG_MAPPING.keys()), file=file)
+    for attr, most in _MAX_COUNTS.items():
+        n = fields.get(attr)
+        if isinstance(n, int) and not isinstance(n, bool) and n > most:
+            raise RooflabError(f"{attr} {n}: more than {most:,}; not building that", file=file)
     try:
         cfg = AutoConfig.for_model(model_type, **fields)
         with torch.device("meta"):
