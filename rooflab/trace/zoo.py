@@ -133,7 +133,8 @@ def meta_model(config: dict, dtype: str = "bf16", source: str | Path | None = No
             model = AutoModelForCausalLM.from_config(cfg, dtype=torch_dtype,
                                                      attn_implementation="sdpa")
     except Exception as e:  # noqa: BLE001 - any failure of transformers on this config
-        first = (str(e).splitlines() or [""])[0][:200]
+        # transformers' messages run over several lines; one line, shortened, is the answer
+        first = " ".join(str(e).split())[:200]
         raise RooflabError(f"transformers {transformers.__version__} cannot build a causal LM "
                            f"from this config ({model_type}): {type(e).__name__}: {first}",
                            file=file) from None
