@@ -1,10 +1,10 @@
-"""Where rooflab's bundled data lies: the GPU specs (with their calibrated `measured/` specs) and
-the example workloads.
+"""Where rooflab's bundled data lies: the GPU specs (with their calibrated `measured/` specs),
+the example workloads and the Hugging Face model configs that `hf:NAME` traces.
 
-They are edited in the checkout's top-level folders `hardware_specs/` and `workloads/`. A built
-wheel carries those same folders inside the package, as `rooflab/bundled_specs/` and
-`rooflab/bundled_workloads/` (setup.py maps the two package names onto the folders, so nothing
-is committed twice). Running from a checkout (an editable install, or the source tree on
+They are edited in the checkout's top-level folders `hardware_specs/`, `workloads/` and
+`models/`. A built wheel carries those same folders inside the package, as
+`rooflab/bundled_specs/`, `rooflab/bundled_workloads/` and `rooflab/bundled_models/` (setup.py
+maps the package names onto the folders, so nothing is committed twice). Running from a checkout (an editable install, or the source tree on
 `sys.path`) uses the checkout's folders; an installed wheel uses its package data.
 """
 
@@ -13,14 +13,15 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-# the folder above the package, and the names of the two folders there and in a wheel
+# the folder above the package, and the names of each kind's folder there and in a wheel
 _CHECKOUT = Path(__file__).resolve().parent.parent
 _FOLDERS = {"specs": ("hardware_specs", "bundled_specs"),
-            "workloads": ("workloads", "bundled_workloads")}
+            "workloads": ("workloads", "bundled_workloads"),
+            "models": ("models", "bundled_models")}
 
 
 def _folder(kind: str) -> Path:
-    """The directory holding one kind of bundled data (`specs` or `workloads`)."""
+    """The directory holding one kind of bundled data (`specs`, `workloads` or `models`)."""
     in_checkout, in_package = _FOLDERS[kind]
     # a checkout (its pyproject.toml beside the package) keeps the data in its top-level
     # folders; an editable install runs from there too and maps no data-only package
@@ -32,6 +33,7 @@ def _folder(kind: str) -> Path:
 
 SPEC_DIR = _folder("specs")
 WORKLOAD_DIR = _folder("workloads")
+MODEL_DIR = _folder("models")
 
 
 def _in_folder(path: str, folder: Path, checkout_name: str) -> str | Path:
@@ -63,3 +65,10 @@ def workload_file(name_or_path: str) -> str | Path:
         if "/" not in name_or_path and stem.is_file():
             return stem
     return _in_folder(name_or_path, WORKLOAD_DIR, _FOLDERS["workloads"][0])
+
+
+def model_file(path: str) -> str | Path:
+    """A model config named by path, found from anywhere rooflab runs: `models/llama3-8b.json`
+    is the bundled config unless a file of that path exists (bundled names are resolved by
+    rooflab.trace.zoo)."""
+    return _in_folder(path, MODEL_DIR, _FOLDERS["models"][0])

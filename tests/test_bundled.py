@@ -1,5 +1,5 @@
 """Bundled data: the specs and workloads resolve from anywhere, and a built wheel carries every
-file of hardware_specs/ (with measured/), workloads/ and the vendored plotly.js (.ci/wheel
+file of hardware_specs/ (with measured/), workloads/, models/ and the vendored plotly.js (.ci/wheel
 installs that wheel in a fresh venv and runs it)."""
 
 import shutil
@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_a_checkout_uses_its_top_level_folders():
     assert bundled.SPEC_DIR == ROOT / "hardware_specs"
     assert bundled.WORKLOAD_DIR == ROOT / "workloads"
+    assert bundled.MODEL_DIR == ROOT / "models"
     assert hardware.SPEC_DIR == bundled.SPEC_DIR and workload.WORKLOAD_DIR == bundled.WORKLOAD_DIR
     assert len(hardware.spec_paths()) == 13
 
@@ -47,7 +48,7 @@ def test_the_wheel_carries_every_bundled_file(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for name in ("rooflab", "hardware_specs", "workloads"):
+    for name in ("rooflab", "hardware_specs", "workloads", "models"):
         shutil.copytree(ROOT / name, src / name, ignore=skip)
     r = subprocess.run([sys.executable, "-c", "import sys; from setuptools import build_meta; "
                         "print(build_meta.build_wheel(sys.argv[1]))", str(tmp_path)],
@@ -57,7 +58,8 @@ def test_the_wheel_carries_every_bundled_file(tmp_path):
     want = ({f"rooflab/bundled_specs/{p.relative_to(ROOT / 'hardware_specs').as_posix()}"
              for p in (ROOT / "hardware_specs").rglob("*.yaml")}
             | {f"rooflab/bundled_workloads/{p.name}" for p in (ROOT / "workloads").glob("*.yaml")}
+            | {f"rooflab/bundled_models/{p.name}" for p in (ROOT / "models").glob("*.json")}
             | {"rooflab/report/vendor/plotly-basic.min.js", "rooflab/report/vendor/LICENSE"})
-    assert "rooflab/bundled_specs/measured/h200.yaml" in want and len(want) == 14 + 25 + 2
+    assert "rooflab/bundled_specs/measured/h200.yaml" in want and len(want) == 14 + 25 + 8 + 2
     assert want <= names, sorted(want - names)
     assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "rooflab").rglob("*.py")} <= names
