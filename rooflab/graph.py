@@ -46,7 +46,9 @@ class Op:
     block: str = ""            # repeated block instance it came from, e.g. "layer[3]"
     line: int | None = None    # YAML line, for messages
     data_dependent: bool = False
-    launches: int = 1          # CUDA kernels the op launches when it runs alone (views: none)
+    launches: int = 1          # CUDA kernels the op launches when it runs alone (views: none;
+                               # 0 for an op that rides in its producer's kernel, such as the
+                               # bias add a cuBLASLt GEMM does in its epilogue)
 
 
 @dataclass(frozen=True, slots=True)

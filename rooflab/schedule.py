@@ -484,6 +484,27 @@ def kernel_name(graph: Graph, ops: tuple[int, ...]) -> str:
     return (block + "." if block else "") + "+".join(short)
 
 
+def _one_per_launch(graph: Graph) -> tuple[Kernel, ...]:
+    """One kernel per op that launches one, in graph order; an op that launches none of its own
+    (`launches: 0`, a library GEMM's bias epilogue) joins the kernel of the op before it when
+    that op made one of its inputs."""
+    kernels: list[Kernel] = []
+    view = _View(graph)
+    for i, op in enumerate(graph.ops):
+        role = KINDS[op.kind].role
+        if role is Role.VIEW:
+            continue
+        if op.launches == 0 and kernels:
+            last = kernels[-1]
+            made = {view(t) for j in last.ops for t in graph.ops[j].outputs}
+            if any(view(t) in made for t in op.inputs):
+                kernels[-1] = Kernel(last.name, last.ops + (i,), last.anchor, "library epilogue",
+                                     last.stopped_by, last.launches)
+                continue
+        kernels.append(Kernel(op.name, (i,), role, launches=max(op.launches, 1)))
+    return tuple(kernels)
+
+
 def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | None = None,
           notes: tuple[str, ...] = ()) -> Schedule:
     """Group `graph`'s ops into kernels under `policy`. `hw` supplies on-chip capacity and
@@ -492,9 +513,7 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         policy = load_policy(policy)
     if not policy.edges and not policy.dequant_prologue and not policy.attention_pattern:
         # one kernel per op, in the graph's (topological) order
-        kernels = tuple(Kernel(op.name, (i,), KINDS[op.kind].role, launches=op.launches)
-                        for i, op in enumerate(graph.ops) if KINDS[op.kind].role is not Role.VIEW)
-        return Schedule(graph, policy, kernels, (), notes)
+        return Schedule(graph, policy, _one_per_launch(graph), (), notes)
     gr = _Grouper(graph, policy, hw)
     order = _topological(gr, gr.run())
     refusals_by_op: dict[str, list[str]] = {}
@@ -505,7 +524,7 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         ops = tuple(sorted(gr.groups[gid]))
         names = [graph.ops[i].name for i in ops]     # in op order: the output is deterministic
         stopped = tuple(s for n in names for s in refusals_by_op.get(n, ()))
-        launches = 1 + sum(graph.ops[i].launches - 1 for i in ops)
+        launches = 1 + sum(max(graph.ops[i].launches - 1, 0) for i in ops)
         kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped,
                               launches))
     return Schedule(graph, policy, tuple(kernels), tuple(gr.refusals), notes)

@@ -60,7 +60,9 @@ class OpSpec(BaseModel):
     inputs: list[str] = []
     outputs: list[str] = Field(min_length=1)
     data_dependent: bool = False
-    launches: int = Field(default=1, ge=1, le=64)   # kernels it launches when run alone
+    # CUDA kernels it launches when run alone; 0: it runs in the kernel of the op it follows
+    # (a library GEMM's bias epilogue)
+    launches: int = Field(default=1, ge=0, le=64)
 
 
 class RepeatSpec(_Strict):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from rooflab.ops.base import (Attr, OpCost, OpKind, Role, ShapeError, TritonHook,
-                              read_write_once, register)
+                              broadcast, read_write_once, register)
 from rooflab.ops.gemm import gemm_family
 
 
@@ -39,8 +39,8 @@ def _bhsd(t):
 
 
 def _infer(op, ins):
-    q, k, v = ins
-    for t in ins:
+    q, k, v = ins[:3]
+    for t in ins[:3]:
         if len(t.shape) != 4:
             raise ShapeError(f"attention wants 4-D [B, H, S, D] tensors, {t.name} is "
                              f"{list(t.shape)}")
@@ -49,16 +49,21 @@ def _infer(op, ins):
     if problem:
         # the shapes a user wrote [B, S, H, D] (the layout of nn.Linear outputs) fit when
         # their heads and sequence are swapped: say so
-        if _layout_problem(*map(_bhsd, ins), causal) is None:
+        if _layout_problem(*map(_bhsd, ins[:3]), causal) is None:
             problem += ("; attention takes [B, H, S, D]; these look like [B, S, H, D]: "
                         "permute(0, 2, 1, 3) first")
         raise ShapeError(problem)
     gemm_family(q.dtype, k.dtype, op)
+    if len(ins) == 4:
+        scores = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+        if broadcast(ins[3].shape, scores) != scores:
+            raise ShapeError(f"mask {list(ins[3].shape)} does not broadcast to the scores "
+                             f"{list(scores)} [B, Hq, Sq, Sk]")
     return [((q.shape[0], q.shape[1], q.shape[2], v.shape[3]), q.dtype)]
 
 
 def _cost(op, ins, outs):
-    q, k, v = ins
+    q, k, v = ins[:3]
     b, hq, sq, d = q.shape
     hkv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
     pairs = attention_pairs(sq, sk, op.attrs.get("causal", True))
@@ -70,13 +75,14 @@ def _cost(op, ins, outs):
     reread = (k.nbytes + v.nbytes) * (passes - 1) * pairs // (sq * sk)
     reads, writes = read_write_once(ins, outs)
     flops = 2 * b * hq * pairs * (d + dv)
+    masked = len(ins) == 4                    # one more op per score: add the mask
     return OpCost(tensor_flops=flops if fam else 0, tensor_dtype=fam,
-                  vector_flops=5 * b * hq * pairs + (0 if fam else flops),
+                  vector_flops=(5 + masked) * b * hq * pairs + (0 if fam else flops),
                   reads=reads, writes=writes, reread_bytes=reread, sfu_ops=b * hq * pairs)
 
 
 def _reference(op, xs, c):
-    q, k, v = xs
+    q, k, v = xs[:3]
     hq, hkv = q.shape[1], k.shape[1]
     if hq != hkv:
         k = k.repeat_interleave(hq // hkv, dim=1)
@@ -86,13 +92,18 @@ def _reference(op, xs, c):
         sq, sk = s.shape[-2], s.shape[-1]
         keep = c.torch.ones(sq, sk, dtype=c.torch.bool, device=s.device).tril(sk - sq)
         s = s.masked_fill(~keep, float("-inf"))
+    if len(xs) == 4:                          # a boolean mask keeps True; a float one adds
+        mask = c.raw[3]
+        s = s.masked_fill(~mask.bool(), float("-inf")) if mask.dtype == c.torch.bool else s + xs[3]
     return c.torch.softmax(s, -1) @ v
 
 
 register(OpKind(
-    "attention", Role.ATTENTION, "attention", (3, 3),
-    "Fused attention softmax(q kᵀ * scale [+ causal mask]) v with q [B, Hq, Sq, D], "
-    "k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv]; GQA when Hkv divides Hq; `causal` default true "
+    "attention", Role.ATTENTION, "attention", (3, 4),
+    "Fused attention softmax(q kᵀ * scale [+ causal mask] [+ mask]) v with q [B, Hq, Sq, D], "
+    "k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv] and an optional fourth input, a mask that "
+    "broadcasts to [B, Hq, Sq, Sk] (boolean: keep where true; float: added to the scores, "
+    "read once); GQA when Hkv divides Hq; `causal` default true "
     "(block skipping assumed). Tensor FLOPs 2*B*Hq*pairs*(D+Dv); vector 5 per score. "
     "K/V are read from HBM once; each query block of each query head streams them again "
     "through L2 (counted as reread bytes, `block_m` default 128).",

@@ -124,7 +124,7 @@ class Builder:
         self._opaque(call, reason)
 
     def _commit(self, call: Call, pending) -> None:
-        # a multi-op rule launches its kernels from its first non-view op
+        # every op a rule emits launches the rule's count of kernels, unless the rule says (views: 0)
         base = f"{call.module}.{call.packet}" if call.module else call.packet
         for j, (kind, ins, outs, attrs, launches) in enumerate(pending):
             name = base if len(pending) == 1 else f"{base}.{kind}"
@@ -175,11 +175,12 @@ def _rule_key(call: Call) -> str:
 
 
 def _block(module: str) -> str:
-    """The repeated block of a module path, its first module-list item:
-    "model.layers.3.mlp" -> "model.layers.3"; "" outside any module list."""
+    """The repeated block of a module path, its first item of a named module list:
+    "model.layers.3.mlp" -> "model.layers.3"; "" outside any (and for the children of a
+    top-level Sequential, "0", "1", which are rarely alike)."""
     parts = module.split(".")
     for i, part in enumerate(parts):
-        if part.isdigit():
+        if part.isdigit() and i > 0:
             return ".".join(parts[:i + 1])
     return ""
 
@@ -444,9 +445,13 @@ def _mm(call, b):
 
 
 def _addmm(call, b):
-    # addmm(bias, a, b): cuBLASLt runs the bias add in the GEMM's epilogue (one kernel)
+    # addmm(bias, a, b): cuBLASLt runs the bias add in the GEMM's epilogue, one kernel: the add
+    # launches none of its own and rides in the GEMM's kernel in every schedule
     bias, x, w = call.inputs[:3]
-    b.op("matmul", [x, w, bias], [_out(call)])
+    out = _out(call)
+    mid = b.fresh(b.value(out).shape, b.tensors[b.name(out)].dtype)
+    b.op("matmul", [x, w], [mid])
+    b.op("add", [mid, bias], [out], launches=0)
 
 
 def _grouped_mm(call, b):
@@ -585,7 +590,7 @@ RULES: dict[str, Rule] = {
     # GEMMs and attention
     "mm": Rule(_mm, 1, "cuBLAS GEMM"),
     "bmm": Rule(_mm, 1, "cuBLAS batched GEMM"),
-    "addmm": Rule(_addmm, 1, "cuBLASLt GEMM with the bias in its epilogue"),
+    "addmm": Rule(_addmm, 1, "cuBLASLt GEMM with the bias add in its epilogue (one kernel)"),
     "_grouped_mm": Rule(_grouped_mm, 1, "grouped GEMM over experts (balanced routing)"),
     "scaled_dot_product_attention": Rule(_sdpa, 1, "an SDPA backend kernel"),
     # indexing

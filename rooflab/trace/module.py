@@ -29,9 +29,11 @@ def graph_of(trace: Trace, name: str, description: str, params: dict[str, int]) 
 
 
 def trace_module(model, example_inputs=(), example_kwargs=None, name: str | None = None,
-                 params: dict[str, int] | None = None) -> Graph:
+                 params: dict[str, int] | None = None,
+                 input_names: list[str] | None = None) -> Graph:
     """The rooflab Graph of `model(*example_inputs, **example_kwargs)` as eager PyTorch would
-    dispatch it. No GPU and no weights are needed. `name` defaults to the model's class name."""
+    dispatch it. No GPU and no weights are needed. `name` defaults to the model's class name;
+    `input_names` name the positional inputs' tensors (default input, or input0, input1...)."""
     import torch
     from torch.func import functional_call
 
@@ -48,7 +50,8 @@ def trace_module(model, example_inputs=(), example_kwargs=None, name: str | None
     names = {id(t): n for n, t in state.items()}
     for i, a in enumerate(args):
         if isinstance(a, torch.Tensor):
-            names[id(a)] = f"input{i}" if len(args) > 1 else "input"
+            names[id(a)] = input_names[i] if input_names and i < len(input_names) else \
+                (f"input{i}" if len(args) > 1 else "input")
     for k, v in kwargs.items():
         if isinstance(v, torch.Tensor):
             names[id(v)] = k

@@ -119,18 +119,20 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
     if not isinstance(model, torch.nn.Module):
         raise RooflabError(f"{file}: {factory}() returned {type(model).__name__}, not an "
                            "nn.Module (or a (module, inputs) pair)")
-    kwargs = {}
+    given, names = [], []
     for item in inputs:
         name, shape, dtype = parse_input(item, dict(sets))
-        kwargs[name] = torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]),
-                                   device="meta")
-    if example is None and not kwargs:
+        given.append(torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]),
+                                 device="meta"))
+        names.append(name)
+    if example is None and not given:
         raise RooflabError(f"{file}: give the forward's inputs with --input, like "
                            "--input \"x=[16,4096]:bf16\"")
-    args = tuple(example) if isinstance(example, (tuple, list)) else \
-        ((example,) if example is not None else ())
+    # --input tensors are the forward's positional arguments, in the order given
+    args = tuple(given) or (tuple(example) if isinstance(example, (tuple, list)) else (example,))
     from rooflab.trace.record import TraceError
     try:
-        return trace_module(model, args, kwargs, name=f"{Path(file).stem}.{factory}")
+        return trace_module(model, args, name=f"{Path(file).stem}.{factory}",
+                            input_names=names or None)
     except TraceError as e:
         raise RooflabError(f"{file}: {e}") from None

@@ -72,6 +72,8 @@ def attention(g: Graph, kernel: Kernel, views: Views) -> Built:
     kinds = [op.kind for op in ops]
     outs = escaping(g, kernel, views)
     if kinds == ["attention"]:
+        if len(ops[0].inputs) > 3:
+            raise Unsupported("attention with an explicit mask (attention.py takes causal or none)")
         q, k, v = ops[0].inputs
         causal = ops[0].attrs.get("causal", True)
         d = g.tensors[q].shape[-1]
