@@ -117,7 +117,7 @@ def _histogram_infer(op, ins):
         raise ShapeError("histogram needs `bins:`")
     if op.attrs.get("min", 0.0) > op.attrs.get("max", 0.0):
         raise ShapeError(f"histogram min {op.attrs['min']} is above max {op.attrs['max']}")
-    return [((bins,), x.dtype if x.dtype.is_float else _INT64)]
+    return [((bins,), x.dtype)]
 
 
 def _histogram_cost(op, ins, outs):
@@ -135,8 +135,8 @@ def _histogram_ref(op, xs, c):
 
 register(OpKind(
     "histogram", Role.REDUCTION, "reduction", (1, 1),
-    "torch.histc(x, bins, min, max) over the whole tensor: [bins] counts, x's dtype if float "
-    "(as histc returns) else int64 (min = max = 0: the data's range). Reads x, writes the "
+    "torch.histc(x, bins, min, max) over the whole tensor: [bins] counts in x's dtype (as "
+    "histc returns them; min = max = 0: the data's range). Reads x, writes the "
     "bins; 4 FLOPs per element (bin index and add).",
     _histogram_infer, _histogram_cost,
     {"bins": Attr("int", "number of equal-width bins", min=1, required=True),

@@ -524,7 +524,7 @@ def _sort(call, b):
 def _cumsum(call, b):
     src, dst = call.inputs[0], _out(call)
     nd = len(b.value(src).shape)
-    b.op("cumsum", [src], [dst], axis=_arg(call, 1, "dim") % nd, **_keep_dtype(b, src, dst))
+    b.op("cumsum", [src], [dst], axis=_arg(call, 1, "dim") % nd, dtype=DTYPES[b.value(dst).dtype])
 
 
 def _histc(call, b):
