@@ -230,6 +230,7 @@ def validate(
     from pathlib import Path
 
     from rooflab import api, workload as wl
+    from rooflab.trace import source
     from rooflab.validate import accuracy, suite
 
     if output and not from_file and not dry_run:
@@ -238,8 +239,12 @@ def validate(
         _check_output("--html", html, force)
     hw = api.load_hardware(hardware)
     if workload:
-        doc = wl.load_yaml_data(workload)
         graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
+        if source.is_program(workload):
+            from rooflab.trace import to_yaml
+            doc = to_yaml.document(graph)
+        else:
+            doc = wl.load_yaml_data(workload)
         chosen = [suite.Case(graph.name, {**doc, "params": {**doc.get("params", {}), **graph.params}},
                              "workload")]
     else:

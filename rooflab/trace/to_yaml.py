@@ -267,14 +267,20 @@ def check_expressible(graph: Graph, doc: dict) -> None:
                 raise ValueError(f"op {item['name']} reads {t}, made inside a folded block")
 
 
-def dump(graph: Graph, header: list[str] = ()) -> str:
-    """The workload YAML text of a traced graph, `header` lines as comments on top; layers
-    are left unrolled where folding them could not name every tensor."""
+def document(graph: Graph) -> dict:
+    """The workload document of a traced graph, layers folded where every tensor can still be
+    named, else unrolled."""
     try:
         doc = to_workload(graph)
         check_expressible(graph, doc)
     except ValueError:
         doc = to_workload(_without_blocks(graph))
+    return doc
+
+
+def dump(graph: Graph, header: list[str] = ()) -> str:
+    """The workload YAML text of a traced graph, `header` lines as comments on top."""
+    doc = document(graph)
     text = yaml.safe_dump(doc, sort_keys=False, width=100, default_flow_style=None)
     return "".join(f"# {line}\n" for line in header) + text
 
