@@ -62,7 +62,7 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
         if not isinstance(v, int) or v < 1:
             raise RooflabError(f"--set {key}: must be a positive integer, got {v}")
     name, config, path = zoo.resolve_config(source)
-    model = zoo.meta_model(config, dtype)
+    model = zoo.meta_model(config, dtype, source=path)
     kwargs, names = step_inputs(model.config, phase, batch, seq, context, "meta")
     with torch.no_grad():
         try:
