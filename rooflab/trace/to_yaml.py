@@ -278,10 +278,31 @@ def document(graph: Graph) -> dict:
     return doc
 
 
+class _Flow(dict):
+    """A mapping written on one line: an op, a tensor spec."""
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+_Dumper.add_representer(_Flow, lambda d, data: d.represent_mapping(
+    "tag:yaml.org,2002:map", data.items(), flow_style=True))
+
+
+def _flowed(doc: dict) -> dict:
+    """`doc` with every op and tensor spec marked to be written on one line."""
+    def ops(items):
+        return [dict(item, tensors={k: _Flow(v) for k, v in item["tensors"].items()},
+                     ops=ops(item["ops"])) if "repeat" in item else _Flow(item) for item in items]
+    return dict(doc, tensors={k: _Flow(v) for k, v in doc["tensors"].items()}, ops=ops(doc["ops"]))
+
+
 def dump(graph: Graph, header: list[str] = ()) -> str:
-    """The workload YAML text of a traced graph, `header` lines as comments on top."""
-    doc = document(graph)
-    text = yaml.safe_dump(doc, sort_keys=False, width=100, default_flow_style=None)
+    """The workload YAML text of a traced graph, `header` lines as comments on top: one line
+    per op and per tensor."""
+    doc = _flowed(document(graph))
+    text = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=10_000, allow_unicode=True)
     return "".join(f"# {line}\n" for line in header) + text
 
 
