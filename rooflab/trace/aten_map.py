@@ -36,9 +36,10 @@ class Unmapped(Exception):
 class Rule:
     """How one ATen op becomes rooflab ops. `emit(call, b)` adds them through the builder `b`;
     `launches`: the CUDA kernels eager PyTorch launches for one call (0 for views and
-    allocations); `doc`: what the rule does, for docs/tracing.md."""
+    allocations), or a function of (call, builder) where that depends on the shapes;
+    `doc`: what the rule does, for docs/tracing.md."""
     emit: Callable
-    launches: int = 1
+    launches: int | Callable = 1
     doc: str = ""
 
 
@@ -112,7 +113,7 @@ class Builder:
         rule = RULES.get(key)
         reason = f"no rule for ATen op {call.target}"
         if rule is not None:
-            self.launches = rule.launches
+            self.launches = rule.launches(call, self) if callable(rule.launches) else rule.launches
             try:
                 rule.emit(call, self)
             except Unmapped as e:
@@ -541,6 +542,38 @@ def _embedding(call, b):
     b.op("embedding", list(call.inputs[:2]), [_out(call)])
 
 
+# -- kernels launched, where one ATen op launches more than one -------------------------------
+# Measured on the H200 (torch 2.11, cuBLAS of CUDA 12.x) with torch.profiler, one eager step of
+# each zoo model: reports/hf_eager/h200-2026-12-03.json (lab/hf_eager/measure.py). These are
+# the library's own choices, so they are data, not derived.
+SPLIT_K_MIN_K = 3584          # no split-K GEMM seen below this reduction length
+
+
+def gemm_launches(m: int, n: int, k: int) -> int:
+    """CUDA kernels cuBLAS(Lt) launches for one [m, k] @ [k, n] GEMM: 2 when it splits K (the
+    GEMM and its split-K reduction), else 1. It splits decode-sized GEMMs with a long K: at
+    m <= 16 when n <= 4096 (q/k/v/o and down projections of 7-8B models, not gate/up or the
+    lm_head), at 16 < m <= 64 only when K is at least 3.5x n (k/v and down projections)."""
+    if k < SPLIT_K_MIN_K or m > 64:
+        return 1
+    if m <= 16:
+        return 2 if n <= 4096 else 1
+    return 2 if 2 * k >= 7 * n else 1
+
+
+def _mm_launches(call: Call, b: "Builder") -> int:
+    a, w = (b.value(v).shape for v in call.inputs[-2:])
+    if len(a) != 2 or len(w) != 2:
+        return 1
+    return gemm_launches(a[0], w[1], a[1])
+
+
+def _sdpa_launches(call: Call, b: "Builder") -> int:
+    # with a boolean mask, SDPA first converts it to an additive float mask (two fills and a
+    # where), then runs the attention kernel (cuDNN on the H200); without one, one kernel
+    return 4 if len(call.inputs) > 3 else 1
+
+
 _VIEW = "a view: metadata only, no kernel"
 RULES: dict[str, Rule] = {
     # views and allocations
@@ -588,13 +621,15 @@ RULES: dict[str, Rule] = {
     "native_layer_norm": Rule(_layer_norm, 1, "layer norm"),
     "rms_norm": Rule(_rms_norm, 1, "RMS norm (CUDA runs one fused kernel)"),
     # GEMMs and attention
-    "mm": Rule(_mm, 1, "cuBLAS GEMM"),
+    "mm": Rule(_mm, _mm_launches, "cuBLAS GEMM (2 kernels when it splits K)"),
     "bmm": Rule(_mm, 1, "cuBLAS batched GEMM"),
-    "addmm": Rule(_addmm, 1, "cuBLASLt GEMM with the bias add in its epilogue (one kernel)"),
-    "_grouped_mm": Rule(_grouped_mm, 1, "grouped GEMM over experts (balanced routing)"),
-    "scaled_dot_product_attention": Rule(_sdpa, 1, "an SDPA backend kernel"),
+    "addmm": Rule(_addmm, _mm_launches, "cuBLASLt GEMM with the bias add in its epilogue"),
+    "_grouped_mm": Rule(_grouped_mm, 2, "grouped GEMM over experts (balanced routing): a "
+                        "problem-setup kernel and the CUTLASS grouped GEMM"),
+    "scaled_dot_product_attention": Rule(_sdpa, _sdpa_launches, "an SDPA backend kernel (and "
+                                         "three to convert a boolean mask)"),
     # indexing
-    "embedding": Rule(_embedding, 1, "embedding gather"),
+    "embedding": Rule(_embedding, 2, "embedding gather (two index-select kernels)"),
     "index_copy": Rule(_index_copy, 1, "KV-cache append"),
     "index": Rule(_index, 1, "gather rows by index"),
     "index_put": Rule(_index_put, 1, "write rows by index"),
@@ -603,9 +638,9 @@ RULES: dict[str, Rule] = {
     "index_add": Rule(_axis_op("index_add"), 1, "add slices by index"),
     "scatter": Rule(_scatter, 1, "scatter by index"),
     "scatter_add": Rule(_scatter, 1, "scatter-add by index"),
-    "topk": Rule(_topk, 1, "top-k"),
-    "sort": Rule(_sort, 1, "sort"),
-    "cumsum": Rule(_cumsum, 1, "prefix sum"),
-    "histc": Rule(_histc, 1, "histogram"),
+    "topk": Rule(_topk, 2, "top-k: a radix select and a bitonic sort of the k"),
+    "sort": Rule(_sort, 2, "sort: an index fill and a bitonic sort (and device copies)"),
+    "cumsum": Rule(_cumsum, 2, "prefix sum: CUB's scan-state init and scan"),
+    "histc": Rule(_histc, 2, "histogram: a fill and the histogram kernel"),
     "cat": Rule(_cat, 1, "a concat copy"),
 }

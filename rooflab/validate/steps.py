@@ -1,0 +1,155 @@
+"""Whole measured steps of Hugging Face models against the predictions of their traces.
+
+A run file (reports/hf_eager/<gpu>-<date>.json, written by lab/hf_eager/measure.py on the GPU)
+holds, per bundled model and case (decode: batch x context; prefill: batch x seq), the eager
+step time and the CUDA-graph replay time of transformers itself, the CUDA kernels the profiler
+counted in one eager step, and a dispatch calibration taken in the same process. Each case is
+traced here (`trace_hf`, the same forward call) and predicted `unfused` with the `eager` and
+`graph` launch modes, on the GPU's calibrated spec with its eager dispatch cost replaced by the
+run's own (host-bound eager times move between machines, so they are compared only with a
+calibration taken at the same time; the GPU-side costs are the spec's).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rooflab.errors import RooflabError
+from rooflab.hardware import Hardware
+
+
+@dataclass(frozen=True)
+class MeasuredStep:
+    """One measured case. Times in seconds; `kernels`: CUDA kernels the profiler saw in one
+    eager step (memsets and memcpys apart: `copies`)."""
+    model: str
+    phase: str
+    batch: int
+    tokens: int                 # decode: context; prefill: seq
+    eager_s: float | None
+    graph_s: float | None
+    kernels: int | None
+    copies: int = 0
+
+    @property
+    def sets(self) -> dict[str, int]:
+        size = "context" if self.phase == "decode" else "seq"
+        return {"batch": self.batch, size: self.tokens}
+
+    @property
+    def label(self) -> str:
+        size = "ctx" if self.phase == "decode" else "seq"
+        return f"{self.model} {self.phase} b{self.batch} {size}{self.tokens}"
+
+
+@dataclass(frozen=True)
+class StepRun:
+    path: Path
+    gpu: str
+    eager_dispatch_s: float     # the run's own calibration: a tiny eager op, wall clock
+    steps: tuple[MeasuredStep, ...]
+
+
+@dataclass(frozen=True)
+class StepComparison:
+    step: MeasuredStep
+    kernels_traced: int
+    eager_s: float              # predicted
+    graph_s: float
+
+    @property
+    def kernel_error(self) -> float | None:
+        k = self.step.kernels
+        return None if not k else self.kernels_traced / k - 1
+
+    @property
+    def eager_error(self) -> float | None:
+        m = self.step.eager_s
+        return None if not m else self.eager_s / m - 1
+
+    @property
+    def graph_error(self) -> float | None:
+        m = self.step.graph_s
+        return None if not m else self.graph_s / m - 1
+
+
+def _ms(rec: dict | None, key: str) -> float | None:
+    v = (rec or {}).get(key, {})
+    return v.get("median") / 1e3 if isinstance(v, dict) and v.get("median") else None
+
+
+def load(path: str | Path) -> StepRun:
+    """The measured steps of a run file; RooflabError when it is not one."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text())
+        cal = doc["calibration"]["start"]["add_inplace_1elem"]
+        dispatch = cal["eager_wall_us_per_op"]["median"] * 1e-6
+        gpu = doc["meta"]["timing"]["gpu"]["slug"] if "slug" in doc["meta"]["timing"].get(
+            "gpu", {}) else "h200"
+        steps = []
+        for name, m in doc["models"].items():
+            for rec in m["cases"].values():
+                if rec.get("status", "ok") != "ok":
+                    continue
+                prof = rec.get("profile") or {}
+                kernels = prof.get("kernels")
+                copies = prof.get("memsets", 0) + prof.get("memcpys", 0)
+                tokens = rec["context"] if rec["phase"] == "decode" else rec["seq"]
+                steps.append(MeasuredStep(name, rec["phase"], rec["batch"], tokens,
+                                          _ms(rec.get("eager"), "wall_ms"),
+                                          _ms(rec.get("graph"), "wall_ms"), kernels, copies))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RooflabError(f"{path}: not a measured-steps run file ({type(e).__name__}: {e})") \
+            from None
+    return StepRun(path, gpu, dispatch, tuple(steps))
+
+
+def calibrated(hw: Hardware, run: StepRun) -> Hardware:
+    """`hw` with the run's own eager dispatch cost."""
+    return replace(hw, eager_dispatch_s=run.eager_dispatch_s)
+
+
+def compare(run: StepRun, hw: Hardware) -> list[StepComparison]:
+    """Trace and predict every measured step of `run` on `hw` (calibrated with the run's own
+    dispatch costs); needs torch and transformers."""
+    from rooflab import api
+    from rooflab.trace import source
+    hw = calibrated(hw, run)
+    out = []
+    for s in run.steps:
+        graph = source.load(f"hf:{s.model}", s.sets, s.phase)
+        eager = api.predict_graph(graph, hw, "unfused", "eager").totals
+        replay = api.predict_graph(graph, hw, "unfused", "graph").totals
+        out.append(StepComparison(s, eager.kernels, eager.time_s, replay.time_s))
+    return out
+
+
+def median_abs(errors) -> float:
+    """Median of |error| over the errors that exist."""
+    vals = [abs(e) for e in errors if e is not None]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def render(rows: list[StepComparison]) -> str:
+    """A table: per case, kernels traced vs measured, eager and graph predicted vs measured."""
+    head = (f"{'case':34s} {'kernels':>15s} {'eager ms':>19s} {'err':>6s} {'graph ms':>19s} "
+            f"{'err':>6s}")
+    lines = [head, "-" * len(head)]
+
+    def pair(p, m):
+        return f"{p * 1e3:8.2f} / {m * 1e3:8.2f}" if m else f"{p * 1e3:8.2f} /        -"
+
+    def pct(e):
+        return f"{e * 100:+5.0f}%" if e is not None else "     -"
+    for r in rows:
+        k = f"{r.kernels_traced:6d} / {r.step.kernels or 0:6d}"
+        lines.append(f"{r.step.label:34s} {k:>15s} {pair(r.eager_s, r.step.eager_s)} "
+                     f"{pct(r.eager_error)} {pair(r.graph_s, r.step.graph_s)} {pct(r.graph_error)}")
+    lines.append(f"median |error|: kernels {median_abs(r.kernel_error for r in rows):.1%}, eager "
+                 f"{median_abs(r.eager_error for r in rows):.1%}, graph "
+                 f"{median_abs(r.graph_error for r in rows):.1%}")
+    return "\n".join(lines)

@@ -1,0 +1,62 @@
+"""The CI gate on the measured Hugging Face steps (reports/hf_eager/, lab/hf_eager/measure.py):
+every case is traced and re-predicted with the current model, against the H200 measurements of
+transformers itself, eager and as a CUDA-graph replay."""
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from rooflab import api  # noqa: E402
+from rooflab.errors import RooflabError  # noqa: E402
+from rooflab.validate import steps  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "reports" / "hf_eager" / "h200-2026-12-03.json"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    run = steps.load(RUN)
+    return steps.compare(run, api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml")))
+
+
+def test_the_run_holds_every_zoo_model_that_fits_and_its_own_calibration():
+    run = steps.load(RUN)
+    assert {s.model for s in run.steps} == {"llama3-8b", "llama3.2-1b", "qwen2.5-7b",
+                                           "qwen2.5-0.5b", "gemma3-1b", "mixtral-8x7b"}
+    # decode at batch 1, 4, 16, 64 x context 1K, 4K; prefill of 512, 2K and 8K tokens
+    assert len(run.steps) == 6 * (8 + 3)
+    assert run.eager_dispatch_s == pytest.approx(7.155e-6, rel=1e-3)   # x.add_(1), same process
+
+
+def test_traced_kernel_count_is_within_5_percent_of_the_profilers(rows):
+    # acceptance: one decode step of each zoo model, traced vs counted by torch.profiler
+    decode = [r for r in rows if r.step.phase == "decode"]
+    worst = max(decode, key=lambda r: abs(r.kernel_error))
+    assert abs(worst.kernel_error) <= 0.05, worst.step.label
+    # at batch 1 and 4 a masked SDPA call of Qwen2.5-0.5B launches a fifth kernel that the
+    # table does not count: 1205 traced, 1228 counted (-1.9 %)
+    assert worst.kernel_error == pytest.approx(1205 / 1228 - 1, abs=1e-9)
+
+
+def test_step_time_errors_are_pinned(rows):
+    # The target is a median |error| of 15 %; the model is not there yet (docs/tracing.md):
+    # eager steps are host-bound at ~13-15 us per ATen op of transformers' Python, twice the
+    # tiny-op dispatch charged per kernel, and large-batch/long-context steps spend their time
+    # in ATen copies (repeat_kv) and masked SDPA well below copy bandwidth. Pinned, so that a
+    # change of the model shows here.
+    eager = steps.median_abs(r.eager_error for r in rows)
+    graph = steps.median_abs(r.graph_error for r in rows)
+    assert eager == pytest.approx(0.450, abs=0.005)
+    assert graph == pytest.approx(0.204, abs=0.005)
+    prefill_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "prefill")
+    assert prefill_graph <= 0.20
+
+
+def test_not_a_run_file_is_one_line(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text("{}")
+    with pytest.raises(RooflabError, match="not a measured-steps run file"):
+        steps.load(bad)
