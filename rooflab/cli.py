@@ -231,7 +231,7 @@ def validate(
 
     from rooflab import api, workload as wl
     from rooflab.trace import source
-    from rooflab.validate import accuracy, suite
+    from rooflab.validate import accuracy, steps, suite
 
     if output and not from_file and not dry_run:
         _check_output("--output", output, force, make_parents=True)
@@ -254,6 +254,10 @@ def validate(
         whole = [c for c in everything if cases and cases in c.name]
         wanted = _split(cases) if cases else []
         chosen = whole or [c for c in everything if not wanted or any(w in c.name for w in wanted)]
+    if from_file and steps.is_steps_file(from_file):
+        # measured whole steps of Hugging Face models (lab/hf_eager): trace and re-predict each
+        typer.echo(steps.render(steps.compare(steps.load(from_file), hw)))
+        return
     if from_file:
         from rooflab.validate import records
         vf = records.load(from_file)

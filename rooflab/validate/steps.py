@@ -76,6 +76,16 @@ class StepComparison:
         return None if not m else self.graph_s / m - 1
 
 
+def is_steps_file(path: str | Path) -> bool:
+    """Whether `path` is a measured-steps run file (it says what it holds in its `what`)."""
+    try:
+        with open(path) as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return '"what"' in head and "lab/hf_eager/measure.py" in head
+
+
 def _ms(rec: dict | None, key: str) -> float | None:
     v = (rec or {}).get(key, {})
     return v.get("median") / 1e3 if isinstance(v, dict) and v.get("median") else None
