@@ -8,6 +8,13 @@ from rooflab import api, hardware
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _trace_cache(tmp_path_factory):
+    """Traces cached on disk go to a folder of this test session, not the user's cache."""
+    import os
+    os.environ["ROOFLAB_CACHE_DIR"] = str(tmp_path_factory.mktemp("trace-cache"))
+
+
 @pytest.fixture(scope="session")
 def h200():
     return hardware.load("h200")

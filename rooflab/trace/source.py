@@ -5,7 +5,8 @@ bundled name or a config.json path) for `phase` with `batch`, `seq` and `context
 `--set`; `py:` imports FILE.py, calls FACTORY() under the meta device and traces the module it
 returns on the `--input` tensors (`x=[16,4096]:bf16`; dimensions may be expressions over
 `--set` values, `x=[batch,4096]:bf16`). A factory may also return (module, inputs). Traces are
-cached for the process, so comparing several GPUs or schedules traces once.
+cached for the process, so comparing several GPUs or schedules traces once, and hf: traces on
+disk too (rooflab/trace/cache.py).
 """
 
 from __future__ import annotations
@@ -82,8 +83,20 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
 
 @functools.lru_cache(maxsize=16)
 def _traced_hf(name: str, phase: str, sets: tuple) -> Graph:
-    from rooflab.trace.hf import DEFAULTS, trace_hf
-    return trace_hf(name, phase, **{**DEFAULTS, **dict(sets)})
+    # zoo and cache need no torch: a cached trace loads without importing it
+    from rooflab.trace import cache, zoo
+    from rooflab.trace.hf import DEFAULTS, PHASES
+    if phase not in PHASES:
+        raise RooflabError(f"--phase must be one of {', '.join(PHASES)}, got '{phase}'")
+    sizes = {**DEFAULTS, **dict(sets)}
+    _, _, path = zoo.resolve_config(name)
+    k = cache.key(path, phase, sizes)
+    graph = cache.load(k)
+    if graph is None:
+        from rooflab.trace.hf import trace_hf
+        graph = trace_hf(name, phase, **sizes)
+        cache.store(k, graph)
+    return graph
 
 
 @functools.lru_cache(maxsize=16)
