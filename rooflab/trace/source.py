@@ -109,10 +109,13 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
     from rooflab.trace.module import trace_module
     spec = importlib.util.spec_from_file_location(Path(file).stem, file)
     mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(Path(file).parent))
+    folder = str(Path(file).parent)
+    sys.path.insert(0, folder)         # the module may import its neighbours
+    step = "importing it"
     try:
         with torch.device("meta"):
             spec.loader.exec_module(mod)
+            step = f"{factory}()"
             fn = getattr(mod, factory, None)
             if not callable(fn):
                 found = sorted(n for n, v in vars(mod).items()
@@ -123,11 +126,11 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
             made = fn()
     except RooflabError:
         raise
-    except Exception as e:  # noqa: BLE001 - the user's module failing to import or build
-        raise RooflabError(f"{file}: {factory}() failed: {type(e).__name__}: "
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module failing
+        raise RooflabError(f"{file}: {step} failed: {type(e).__name__}: "
                            f"{str(e).splitlines()[0][:200] if str(e) else ''}") from None
     finally:
-        sys.path.remove(str(Path(file).parent))
+        sys.path.remove(folder)
     model, example = (made if isinstance(made, tuple) else (made, None))
     if not isinstance(model, torch.nn.Module):
         raise RooflabError(f"{file}: {factory}() returned {type(model).__name__}, not an "
