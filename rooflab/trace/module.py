@@ -9,7 +9,7 @@ allocated. Example inputs may be tensors (only their shape and dtype are used) o
 from __future__ import annotations
 
 from rooflab.graph import Graph
-from rooflab.trace.aten_map import convert
+from rooflab.trace.convert import convert
 from rooflab.trace.record import Trace, record
 
 
