@@ -27,7 +27,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rooflab.graph import Graph
+from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
@@ -157,19 +160,20 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     (decode-sized) GEMMs narrow BN until the tiles fill the SMs, as GEMV kernels do; large ones
     take 128x256 when N is wider than 128 and that still fills every SM, else 128x128.
     NB: libraries choose among more shapes (and split-K); this is the common case."""
-    if m <= 64:
-        bm = 16 if m <= 16 else 64
-        widths = (64, 32, 16) if bm == 16 else (128, 64, 32)
-        best = max(_waves_filled(m, n, batch, bm, bn, sm_count) for bn in widths)
-        # the widest tile within 15% of the best fill: every narrower tile re-reads the whole
-        # activation panel once more, which costs more than a partly filled last wave. The 15%
-        # is relative: a grid that fills 3% of the SMs is not "within 15%" of one that fills 12%
-        return bm, next(bn for bn in widths
-                        if _waves_filled(m, n, batch, bm, bn, sm_count) >= 0.85 * best)
+    # Written as selections rather than branches, so that a sweep prices every point's own tile
+    # (rooflab.grid): `vwhere(c, a, b)` is `a if c else b`, per point.
+    bm_small = vwhere(m <= 16, 16, 64)
+    widths = [vwhere(m <= 16, w16, w64) for w16, w64 in ((64, 128), (32, 64), (16, 32))]
+    fills = [_waves_filled(m, n, batch, bm_small, bn, sm_count) for bn in widths]
+    best = vmax(vmax(fills[0], fills[1]), fills[2])
+    # the widest tile within 15% of the best fill: every narrower tile re-reads the whole
+    # activation panel once more, which costs more than a partly filled last wave. The 15%
+    # is relative: a grid that fills 3% of the SMs is not "within 15%" of one that fills 12%
+    bn_small = vwhere(fills[0] >= 0.85 * best, widths[0],
+                      vwhere(fills[1] >= 0.85 * best, widths[1], widths[2]))
     # 128x256 only where N fills it: a 256-wide tile over N <= 128 would compute masked columns
-    if n > 128 and -(-m // 128) * -(-n // 256) * batch >= sm_count:
-        return 128, 256
-    return 128, 128
+    wide = (n > 128) & (-(-m // 128) * -(-n // 256) * batch >= sm_count)
+    return vwhere(m <= 64, bm_small, 128), vwhere(m <= 64, bn_small, vwhere(wide, 256, 128))
 
 
 def _waves_filled(m: int, n: int, batch: int, bm: int, bn: int, sm_count: int) -> float:
@@ -188,9 +192,52 @@ def _attrs_key(attrs: dict) -> tuple:
     return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(attrs.items()))
 
 
-def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
+def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware,
+                 cache: dict | None = None) -> dict:
     """KernelCost fields of one kernel: FLOPs, HBM bytes and busy time (`time_s`); the launch
-    model of the schedule adds launch_s and the bound."""
+    model of the schedule adds launch_s and the bound. `cache` (kernel_key -> numbers) lets the
+    kernels of identical layers be priced once."""
+    g = info.graph
+    if cache is None:
+        numbers = _kernel_numbers(info, kernel, hw)
+    else:
+        key = kernel_key(info, kernel)
+        numbers = cache.get(key)
+        if numbers is None:
+            numbers = cache[key] = _kernel_numbers(info, kernel, hw)
+    return dict(
+        name=kernel.name, ops=tuple(g.ops[i].name for i in kernel.ops),
+        kinds=tuple(g.ops[i].kind for i in kernel.ops), fusion=kernel.fusion, **numbers,
+        stopped_by=kernel.stopped_by, block=g.ops[kernel.ops[0]].block, launches=kernel.launches)
+
+
+def kernel_key(info: _Graphinfo, kernel: Kernel) -> tuple:
+    """What a kernel's price depends on, names aside: its fusion, and per op its cost record
+    (shared by same-shaped ops), which of its inputs name the same bytes or bytes made inside
+    the kernel, the shapes of the tensors its inputs view, and which of its outputs leave the
+    kernel. Two kernels with equal keys cost the same (the same layer of a repeated block)."""
+    g = info.graph
+    members = set(kernel.ops)
+    made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
+    roots: dict[str, int] = {}
+    parts: list = [kernel.fusion]
+    for i in kernel.ops:
+        op = g.ops[i]
+        ins = []
+        for t in op.inputs:
+            root, region = info.bytes_of(t)
+            r = info.rt(t)
+            ins.append((r in made, roots.setdefault(root, len(roots)), region,
+                        g.tensors[root].shape, g.tensors[root].dtype.name, g.tensors[r].shape))
+        outs = tuple(info.rt(t) in info.outputs
+                     or any(j not in members for j in info.consumers.get(info.rt(t), ()))
+                     for t in op.outputs)
+        parts.append((id(info.costs[i]), op.kind, i in info.scatters, tuple(ins), outs))
+    return tuple(parts)
+
+
+def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
+    """The counts and times of `price_kernel`'s record."""
     g = info.graph
     members = set(kernel.ops)
     made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
@@ -203,15 +250,15 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     for i in kernel.ops:
         c = info.costs[i]
         if c.gemm_mnb:
-            waves = min(waves, wave_efficiency(*c.gemm_mnb, hw.sm_count))
+            waves = vmin(waves, wave_efficiency(*c.gemm_mnb, hw.sm_count))
             m = c.gemm_mnb[0]
-            row_tiles = max(row_tiles, -(-m // gemm_tile(*c.gemm_mnb, hw.sm_count)[0]))
+            row_tiles = vmax(row_tiles, -(-m // gemm_tile(*c.gemm_mnb, hw.sm_count)[0]))
         dequant += c.dequant_elems
         if c.row_bytes:
             # a row kernel runs one program per row: fewer rows than SMs leave SMs idle
             op = g.ops[i]
             rows = g.tensors[op.inputs[0]].numel // (c.row_bytes // 4)
-            waves = min(waves, rows / hw.sm_count)
+            waves = vmin(waves, rows / hw.sm_count)
         if c.tensor_flops:
             tensor_by_dtype[c.tensor_dtype] = tensor_by_dtype.get(c.tensor_dtype, 0) + c.tensor_flops
         vector += c.vector_flops
@@ -229,7 +276,7 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
                 b = min(b, g.tensors[key[0]].nbytes)    # a view (an expand) names no more bytes
             if key[0] not in made:
                 # two reads of the same bytes are one; two slices of a tensor are different bytes
-                reads[key] = max(reads.get(key, 0), b * (1 + extra_passes))
+                reads[key] = vmax(reads.get(key, 0), b * (1 + extra_passes))
         for pos, b in c.writes:
             r = info.rt(op.outputs[pos])
             # a scatter's write is a side effect on its target: it always reaches memory
@@ -260,19 +307,16 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     # Integer weights are unpacked and scaled on the ALUs by the warps that also issue the MMAs,
     # once per row tile of the output: at decode sizes this, not the weight bytes, bounds W4A16.
     dequant_s = dequant * row_tiles / hw.dequant_rate / waves if dequant else 0.0
-    compute_s = max(tensor_s + sfu_s + dequant_s, vector_s, sfu_s) / balance
+    compute_s = vmax(vmax(tensor_s + sfu_s + dequant_s, vector_s), sfu_s) / balance
     moved = read_bytes + writes
     memory_s = moved / hw.hbm_rate_for(moved) / waves if moved else 0.0
     link_s = link / hw.link_rate if link else 0.0
-    ops = tuple(g.ops[i].name for i in kernel.ops)
     return dict(
-        name=kernel.name, ops=ops, kinds=tuple(g.ops[i].kind for i in kernel.ops),
-        fusion=kernel.fusion, tensor_flops=sum(tensor_by_dtype.values()),
+        tensor_flops=sum(tensor_by_dtype.values()),
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,
         hbm_read_bytes=read_bytes, hbm_write_bytes=writes, l2_reread_bytes=reread,
         link_bytes=link, compute_s=compute_s, memory_s=memory_s, link_s=link_s,
-        time_s=max(compute_s, memory_s, link_s), stopped_by=kernel.stopped_by,
-        block=g.ops[kernel.ops[0]].block, launches=kernel.launches)
+        time_s=_busy(compute_s, memory_s, link_s))
 
 
 def _attention_reread(info: _Graphinfo, kernel: Kernel) -> int:
@@ -319,15 +363,38 @@ def _attention_balance(info: _Graphinfo, kernel: Kernel, sm_count: int) -> float
         return 1.0
     heads = math.prod(q.shape[:-2])
     blocks = -(-sq // 128)
-    # keys seen by query block j (end-aligned causal mask), in units of 128 keys
-    work = [min(sk, sk - sq + 128 * (j + 1)) / 128 for j in range(blocks)]
-    total = heads * sum(work)
-    return total / (sm_count * max(total / sm_count, max(work)))
+    # query block j (end-aligned causal mask) sees min(sk, sk - sq + 128 (j + 1)) keys; only
+    # the last block is clipped to sk. Summed in closed form, in units of 128 keys.
+    work = blocks * (sk - sq) / 128 + blocks * (blocks + 1) / 2 - (128 * blocks - sq) / 128
+    longest = sk / 128
+    total = heads * work
+    return total / (sm_count * vmax(total / sm_count, longest))
 
 
-def _bound(compute_s: float, memory_s: float, link_s: float, launch_s: float) -> str:
-    parts = {"compute": compute_s, "memory": memory_s, "link": link_s, "launch": launch_s}
-    return max(parts, key=parts.get)
+_BOUNDS = ("compute", "memory", "link", "launch")
+
+
+def _busy(compute_s, memory_s, link_s):
+    """A kernel's busy time: the longest of its compute, memory and link times."""
+    return vmax(vmax(compute_s, memory_s), link_s)
+
+
+def _bound(compute_s, memory_s, link_s, launch_s):
+    """Which of the four times is longest ("compute" on ties, then memory, link, launch); over a
+    sweep's grid, an array of those names, one per point."""
+    return _largest(dict(zip(_BOUNDS, (compute_s, memory_s, link_s, launch_s))))
+
+
+def _largest(parts: dict):
+    """The key of the largest value (the first on ties); an array of keys when the values are."""
+    if not any(isinstance(v, np.ndarray) for v in parts.values()):
+        return max(parts, key=parts.get)
+    items = list(parts.items())
+    best_name, best = np.asarray(items[0][0]), items[0][1]
+    for name, v in items[1:]:
+        better = v > best
+        best_name, best = np.where(better, name, best_name), np.maximum(v, best)
+    return best_name
 
 
 def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Prediction:
@@ -335,7 +402,8 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
     if launch not in LAUNCH_MODES:
         raise ValueError(f"launch mode must be one of {LAUNCH_MODES}")
     info = _Graphinfo(schedule.graph)
-    priced = [price_kernel(info, k, hw) for k in schedule.kernels]
+    cache: dict = {}
+    priced = [price_kernel(info, k, hw, cache) for k in schedule.kernels]
     out: list[KernelCost] = []
     cpu_s = gpu_s = 0.0
     if launch == "graph":
@@ -345,7 +413,7 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
         busy = kc.pop("time_s")
         if launch == "eager":
             cpu_s += hw.eager_dispatch_s
-            start = max(gpu_s, cpu_s)
+            start = vmax(gpu_s, cpu_s)
             launch_s = (start - gpu_s) + hw.min_kernel_s * kc["launches"]
         else:
             launch_s = hw.graph_launch_s * kc["launches"]
@@ -357,7 +425,7 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
         gpu_s = cpu_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
     overhead_s = hw.min_kernel_s if launch == "eager" else hw.graph_launch_s
-    gpu_work_s = sum(max(p["compute_s"], p["memory_s"], p["link_s"]) + overhead_s * p["launches"]
+    gpu_work_s = sum(_busy(p["compute_s"], p["memory_s"], p["link_s"]) + overhead_s * p["launches"]
                      for p in priced)
     totals = _totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s)
     notes = schedule.notes
@@ -369,12 +437,13 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
     """Sums over kernels. The schedule's bound: `launch` when the CPU's dispatch is the critical
     path (it issues the last kernel no sooner than the GPU could run all of them); otherwise the
     bound that holds most of the time, each kernel's busy time counted under its own bound."""
-    by_bound: dict[str, float] = {"launch": 0.0}
+    by_bound: dict[str, float] = dict.fromkeys(_BOUNDS, 0.0)
     for k in kernels:
-        kb = k.busy_bound
-        by_bound[kb] = by_bound.get(kb, 0.0) + max(k.compute_s, k.memory_s, k.link_s)
+        busy = _busy(k.compute_s, k.memory_s, k.link_s)
+        for name in _BOUNDS[:3]:
+            by_bound[name] = by_bound[name] + vwhere(k.busy_bound == name, busy, 0.0)
         by_bound["launch"] += k.launch_s
-    launch_s = sum(k.launch_s for k in kernels) + max(0.0, end_s - sum(k.time_s for k in kernels))
+    launch_s = sum(k.launch_s for k in kernels) + vmax(0.0, end_s - sum(k.time_s for k in kernels))
     return Totals(
         kernels=sum(k.launches for k in kernels),
         tensor_flops=sum(k.tensor_flops for k in kernels),
@@ -387,5 +456,5 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
         link_s=sum(k.link_s for k in kernels),
         launch_s=launch_s,
         time_s=end_s,
-        bound="launch" if cpu_bound or not kernels else max(by_bound, key=by_bound.get),
+        bound=vwhere(cpu_bound, "launch", _largest(by_bound)) if kernels else "launch",
     )

@@ -7,6 +7,8 @@ Every number in a spec is a `{value, source}` pair whose source is a key of the 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
@@ -244,6 +246,9 @@ class Hardware:
         pts = self.hbm_curve
         if not pts:
             return self.hbm_rate
+        if isinstance(nbytes, np.ndarray):      # a sweep's grid: the same curve, per point
+            return self.hbm_bytes_per_s * np.interp(
+                np.log(nbytes), [math.log(b) for b, _ in pts], [f for _, f in pts])
         if nbytes <= pts[0][0]:
             return self.hbm_bytes_per_s * pts[0][1]
         for (b0, f0), (b1, f1) in zip(pts, pts[1:]):
