@@ -427,6 +427,118 @@ def report(
     typer.echo(printable(f"wrote {output} ({Path(output).stat().st_size / 1e6:.1f} MB)"))
 
 
+# ------------------------------------------------------------------------------ serving
+_SIZES_HELP = "comma-separated, or a range of powers of two: 1,8,32 or 1..256 or 1k..32k"
+
+
+def _serve_args(model, hardware, batch, input_tokens, output_tokens, sets):
+    from rooflab import api, serve, workload as wl
+    gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
+    return (gpus, serve.parse_sizes("--batch", batch), serve.parse_sizes("--input", input_tokens),
+            serve.parse_sizes("--output", output_tokens), wl.parse_sets(sets))
+
+
+@app.command("serve")
+@_errors
+def serve_cmd(
+    model: Annotated[str, typer.Argument(help="hf:MODEL, or a decode workload YAML declaring batch and context (with seq, or --prefill).")],
+    hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h200",
+    batch: Annotated[str, typer.Option("--batch", "-b", help="Batch sizes: " + _SIZES_HELP + ".")] = "1,8,32,64",
+    input_tokens: Annotated[str, typer.Option("--input", help="Prompt lengths (tokens): " + _SIZES_HELP + ".")] = "2048",
+    output_tokens: Annotated[str, typer.Option("--output", help="Generated tokens per request: " + _SIZES_HELP + ".")] = "256",
+    schedule: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policy of both phases.")] = "fused",
+    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode of both phases: eager or graph.")] = "graph",
+    kv: Annotated[str, typer.Option("--kv", help="growing: each decode step attends over the tokens cached so far; static: over input+output (a static cache).")] = "growing",
+    prefill: Annotated[Optional[str], typer.Option("--prefill", help="A prefill workload YAML (batch, seq) when MODEL's YAML has no seq.")] = None,
+    max_tpot: Annotated[Optional[str], typer.Option("--max-tpot", help="Pick, per GPU and length, the batch with the most tokens/s under this TPOT (50ms, 0.05s).")] = None,
+    max_ttft: Annotated[Optional[str], typer.Option("--max-ttft", help="Likewise under this TTFT.")] = None,
+    sets: Annotated[list[str], typer.Option("--set", help="Override another workload parameter (repeatable).")] = [],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (schema rooflab.serve/1, docs/serving.md).")] = False,
+):
+    """TTFT, TPOT, latency, tokens/s and memory fit of serving a model, per batch size."""
+    from rooflab import serve
+    from rooflab.report import serving
+
+    gpus, batches, inputs, outputs, overrides = _serve_args(model, hardware, batch, input_tokens,
+                                                            output_tokens, sets)
+    limits = (_duration("--max-tpot", max_tpot), _duration("--max-ttft", max_ttft))
+    table = serve.serve(model, gpus, batches, inputs, outputs, schedule, launch,
+                        prefill_source=prefill, sets=overrides, kv=kv)
+    title = ""
+    if any(v is not None for v in limits):
+        table = serve.best_under(table, *limits)
+        title = (f"{table.meta['model']}: the batch with the most tokens/s "
+                 + " and ".join(f"{n} <= {t}" for n, t in (("TPOT", max_tpot), ("TTFT", max_ttft))
+                                if t))
+        if not len(table):
+            title += ": no configuration meets the limit"
+    typer.echo(table.to_json() if as_json else serving.render(table, title))
+
+
+def _duration(option: str, text: str | None) -> float | None:
+    """Seconds from "50ms", "0.05s", "50us" or a bare number of seconds."""
+    if text is None:
+        return None
+    t = text.strip().lower()
+    for unit, scale in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0)):
+        if t.endswith(unit):
+            t, factor = t[: -len(unit)], scale
+            break
+    else:
+        factor = 1.0
+    try:
+        v = float(t) * factor
+    except ValueError:
+        raise RooflabError(f"{option} {text!r}: expected a time like 50ms or 0.05s") from None
+    if not v > 0 or v == float("inf"):
+        raise RooflabError(f"{option} {text!r}: must be a positive time")
+    return v
+
+
+@app.command("sweep")
+@_errors
+def sweep_cmd(
+    model: Annotated[str, typer.Argument(help="hf:MODEL, or a decode workload YAML declaring batch and context (with seq, or --prefill).")],
+    hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h200",
+    batch: Annotated[str, typer.Option("--batch", "-b", help="Batch sizes: " + _SIZES_HELP + ".")] = "1..256",
+    input_tokens: Annotated[str, typer.Option("--input", "--context", help="Prompt lengths (tokens): " + _SIZES_HELP + ".")] = "2048",
+    output_tokens: Annotated[str, typer.Option("--output", help="Generated tokens per request: " + _SIZES_HELP + ".")] = "256",
+    schedules: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policies, comma-separated.")] = "fused",
+    launches: Annotated[str, typer.Option("--launch", "-l", help="Launch modes, comma-separated.")] = "graph",
+    kv: Annotated[str, typer.Option("--kv", help="growing or static (see serve).")] = "growing",
+    prefill: Annotated[Optional[str], typer.Option("--prefill", help="A prefill workload YAML (batch, seq) when MODEL's YAML has no seq.")] = None,
+    sets: Annotated[list[str], typer.Option("--set", help="Override another workload parameter (repeatable).")] = [],
+    csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write the table as CSV here.")] = None,
+    json_path: Annotated[Optional[str], typer.Option("--json", help="Write the table as JSON (rooflab.serve/1) here.")] = None,
+    html: Annotated[Optional[str], typer.Option("--html", help="Write an interactive HTML report here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Let the outputs overwrite existing files.")] = False,
+):
+    """serve over a grid: batch x input x GPU x schedule x launch, priced at once (numpy)."""
+    from pathlib import Path
+
+    from rooflab import serve
+    from rooflab.report import serving
+
+    outputs = [(o, p) for o, p in (("--csv", csv_path), ("--json", json_path), ("--html", html)) if p]
+    for option, path in outputs:
+        _check_output(option, path, force)
+    gpus, batches, inputs, outs, overrides = _serve_args(model, hardware, batch, input_tokens,
+                                                         output_tokens, sets)
+    table = serve.sweep(model, gpus, batches, inputs, outs, _names("--schedule", schedules, "unfused,fused"),
+                        _launches(launches), prefill_source=prefill, sets=overrides, kv=kv)
+    for option, path in outputs:
+        if option == "--html":
+            from rooflab.report.html import sweep as sweep_html
+            text = sweep_html.render_sweep(table)
+        else:
+            text = table.to_csv() if option == "--csv" else table.to_json()
+        Path(path).write_text(text, encoding="utf-8")
+    if not outputs or len(table) <= 200:
+        typer.echo(serving.render(table))
+    for option, path in outputs:
+        typer.echo(printable(f"wrote {path}"))
+
+
 def main() -> None:
     # A 100,000-op graph is millions of long-lived objects without cycles; at the default
     # thresholds the cyclic collector rescans them over and over (two thirds of the run).

@@ -58,7 +58,6 @@ class KernelCost:
     link_s: float
     launch_s: float
     time_s: float
-    bound: str
     stopped_by: tuple[str, ...] = ()
     block: str = ""
     launches: int = 1       # CUDA kernels it launches
@@ -75,6 +74,11 @@ class KernelCost:
     def intensity(self) -> float:
         """Arithmetic intensity, FLOP per HBM byte (inf when nothing crosses HBM)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
+
+    @property
+    def bound(self) -> str:
+        """What bounds the kernel's time: compute, memory, link or launch."""
+        return _bound(self.compute_s, self.memory_s, self.link_s, self.launch_s)
 
     @property
     def busy_bound(self) -> str:
@@ -382,19 +386,21 @@ def _busy(compute_s, memory_s, link_s):
 def _bound(compute_s, memory_s, link_s, launch_s):
     """Which of the four times is longest ("compute" on ties, then memory, link, launch); over a
     sweep's grid, an array of those names, one per point."""
-    return _largest(dict(zip(_BOUNDS, (compute_s, memory_s, link_s, launch_s))))
+    return _name(_largest((compute_s, memory_s, link_s, launch_s)))
 
 
-def _largest(parts: dict):
-    """The key of the largest value (the first on ties); an array of keys when the values are."""
-    if not any(isinstance(v, np.ndarray) for v in parts.values()):
-        return max(parts, key=parts.get)
-    items = list(parts.items())
-    best_name, best = np.asarray(items[0][0]), items[0][1]
-    for name, v in items[1:]:
-        better = v > best
-        best_name, best = np.where(better, name, best_name), np.maximum(v, best)
-    return best_name
+def _name(i):
+    return _BOUNDS[i] if isinstance(i, int) else np.array(_BOUNDS)[i]
+
+
+def _largest(values: tuple):
+    """Index of the largest value (the first on ties); per point when the values are arrays."""
+    if not any(isinstance(v, np.ndarray) for v in values):
+        return max(range(len(values)), key=values.__getitem__)
+    best_i, best = np.int8(0), values[0]
+    for i, v in enumerate(values[1:], 1):
+        best_i, best = np.where(v > best, np.int8(i), best_i), np.maximum(v, best)
+    return best_i
 
 
 def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Prediction:
@@ -419,8 +425,7 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
             launch_s = hw.graph_launch_s * kc["launches"]
         time_s = busy + launch_s
         gpu_s += time_s
-        out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s,
-                              bound=_bound(kc["compute_s"], kc["memory_s"], kc["link_s"], launch_s)))
+        out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s))
     if launch == "graph":
         gpu_s = cpu_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
@@ -437,12 +442,13 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
     """Sums over kernels. The schedule's bound: `launch` when the CPU's dispatch is the critical
     path (it issues the last kernel no sooner than the GPU could run all of them); otherwise the
     bound that holds most of the time, each kernel's busy time counted under its own bound."""
-    by_bound: dict[str, float] = dict.fromkeys(_BOUNDS, 0.0)
+    by_bound = [0.0] * len(_BOUNDS)
     for k in kernels:
-        busy = _busy(k.compute_s, k.memory_s, k.link_s)
-        for name in _BOUNDS[:3]:
-            by_bound[name] = by_bound[name] + vwhere(k.busy_bound == name, busy, 0.0)
-        by_bound["launch"] += k.launch_s
+        times = (k.compute_s, k.memory_s, k.link_s)
+        busy, which = _busy(*times), _largest(times)
+        for i in range(3):
+            by_bound[i] = by_bound[i] + vwhere(which == i, busy, 0.0)
+        by_bound[3] += k.launch_s
     launch_s = sum(k.launch_s for k in kernels) + vmax(0.0, end_s - sum(k.time_s for k in kernels))
     return Totals(
         kernels=sum(k.launches for k in kernels),
@@ -456,5 +462,6 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
         link_s=sum(k.link_s for k in kernels),
         launch_s=launch_s,
         time_s=end_s,
-        bound=vwhere(cpu_bound, "launch", _largest(by_bound)) if kernels else "launch",
+        bound=vwhere(cpu_bound, "launch", _name(_largest(tuple(by_bound)))) if kernels
+        else "launch",
     )

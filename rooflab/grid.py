@@ -100,7 +100,7 @@ def vmin(a, b):
 def vwhere(cond, a, b):
     """`a if cond else b` for numbers and Values alike (per point over a grid)."""
     if isinstance(cond, np.ndarray):
-        return np.where(cond, a, b)
+        return np.where(cond, a, b).view(Values)
     return a if cond else b
 
 

@@ -8,11 +8,13 @@ exact: a tensor's `nbytes` (block scales included), summed.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Mapping
 
 from rooflab.graph import Graph
+from rooflab.grid import vmax
 from rooflab.ops import KINDS, Role
 
 MiB = 1 << 20
@@ -184,7 +186,7 @@ def step_memory(graph: Graph, roles: Mapping[str, TensorRole],
     return StepMemory(weights_bytes=sums[TensorRole.WEIGHT],
                       kv_cache_bytes=sums[TensorRole.KV_CACHE],
                       input_bytes=sums[TensorRole.INPUT],
-                      activation_peak_bytes=max(activation_timeline(graph), default=0),
+                      activation_peak_bytes=functools.reduce(vmax, activation_timeline(graph), 0),
                       workspace_bytes=workspace_bytes)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph
+from rooflab.grid import vmax
 from rooflab.hardware import Hardware
 from rooflab.ops import KINDS, Role, view_roots
 
@@ -501,7 +502,7 @@ def _one_per_launch(graph: Graph) -> tuple[Kernel, ...]:
                 kernels[-1] = Kernel(last.name, last.ops + (i,), last.anchor, "library epilogue",
                                      last.stopped_by, last.launches)
                 continue
-        kernels.append(Kernel(op.name, (i,), role, launches=max(op.launches, 1)))
+        kernels.append(Kernel(op.name, (i,), role, launches=vmax(op.launches, 1)))
     return tuple(kernels)
 
 
@@ -524,7 +525,7 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         ops = tuple(sorted(gr.groups[gid]))
         names = [graph.ops[i].name for i in ops]     # in op order: the output is deterministic
         stopped = tuple(s for n in names for s in refusals_by_op.get(n, ()))
-        launches = 1 + sum(max(graph.ops[i].launches - 1, 0) for i in ops)
+        launches = 1 + sum(vmax(graph.ops[i].launches - 1, 0) for i in ops)
         kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped,
                               launches))
     return Schedule(graph, policy, tuple(kernels), tuple(gr.refusals), notes)

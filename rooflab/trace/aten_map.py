@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from rooflab.grid import vwhere
 from rooflab.trace.record import Call
 
 # torch dtype name -> rooflab dtype name
@@ -397,11 +398,10 @@ def gemm_launches(m: int, n: int, k: int) -> int:
     GEMM and its split-K reduction), else 1. It splits decode-sized GEMMs with a long K: at
     m <= 16 when n <= 4096 (q/k/v/o and down projections of 7-8B models, not gate/up or the
     lm_head), at 16 < m <= 64 only when K is at least 3.5x n (k/v and down projections)."""
-    if k < SPLIT_K_MIN_K or m > 64:
-        return 1
-    if m <= 16:
-        return 2 if n <= 4096 else 1
-    return 2 if 2 * k >= 7 * n else 1
+    # selections, not branches, so that a sweep's grid of sizes (rooflab.grid) takes each
+    # point's count: vwhere(c, a, b) is `a if c else b`
+    split = vwhere(m <= 16, n <= 4096, 2 * k >= 7 * n)
+    return vwhere((k >= SPLIT_K_MIN_K) & (m <= 64) & split, 2, 1)
 
 
 def _mm_launches(call: Call, b: "convert.Builder") -> int:

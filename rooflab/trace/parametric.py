@@ -43,7 +43,13 @@ class Fit:
         """The value at sizes x, y: an int for int sizes, Values over a grid's."""
         if not (self.b or self.c or self.d):
             return int(self.a)
-        v = self.a + self.b * x + self.c * y + self.d * x * y
+        v = self.a
+        if self.b:
+            v = v + self.b * x
+        if self.c:
+            v = v + self.c * y
+        if self.d:
+            v = v + self.d * x * y
         return int(v) if isinstance(v, float) and v.is_integer() else v
 
 

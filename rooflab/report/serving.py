@@ -1,0 +1,40 @@
+"""The terminal table of `rooflab serve` / `rooflab sweep`: one row per configuration."""
+
+from __future__ import annotations
+
+import math
+
+from rooflab.report.table import grid
+from rooflab.sweep_table import ServeTable
+from rooflab.terminal import printable
+from rooflab.units import format_bytes, format_time
+
+
+def _t(v: float) -> str:
+    return "-" if math.isnan(v) else format_time(v)
+
+
+def _rate(v: float) -> str:
+    return "-" if math.isnan(v) else f"{v:,.0f}"
+
+
+def render(table: ServeTable, title: str = "") -> str:
+    """Right-aligned columns: the configuration, TTFT, TPOT, latency, tokens/s (per GPU and
+    per request) and memory against HBM; a configuration that does not fit says why."""
+    several = {c: len(set(table.columns[c])) > 1 for c in ("gpu", "schedule", "launch", "variant")}
+    cols = [c for c in ("gpu", "schedule", "launch", "variant") if several[c]]
+    head = cols + ["batch", "input", "output", "TTFT", "TPOT", "latency", "tok/s",
+                   "tok/s/req", "memory", ""]
+    body = []
+    for r in table.rows():
+        mem = f"{format_bytes(r['memory_bytes'])} / {format_bytes(r['hbm_bytes'])}"
+        body.append([str(r[c]) for c in cols] + [
+            str(r["batch"]), str(r["input_tokens"]), str(r["output_tokens"]),
+            _t(r["ttft_s"]), _t(r["tpot_s"]), _t(r["latency_s"]), _rate(r["tokens_per_s"]),
+            _rate(r["tokens_per_s_per_request"]), mem,
+            "" if r["fits"] else f"does not fit: {r['why']}"])
+    meta = table.meta
+    lines = [printable(title) if title else printable( f"{meta.get('model', '')}: serving, {meta.get('schedule', '')} schedule, "
+             f"{meta.get('launch', '')} launch ({meta.get('method', '')})")]
+    lines.append(grid(head, body, left=set(range(len(cols))) | {len(head) - 1}))
+    return "\n".join(lines)

@@ -1,0 +1,253 @@
+"""Serving answers: TTFT, TPOT, request latency, throughput and memory fit of a model on a GPU.
+
+A request of `input` prompt tokens that generates `output` tokens runs one prefill (the whole
+batch's prompts at once; it also yields the first output token) and then `output - 1` decode
+steps. Each decode step is priced at its own context: step i (1 <= i < output) attends over the
+input + i tokens the cache then holds (`kv="growing"`, as paged-attention serving engines run).
+`kv="static"` prices every step at input + output, as a transformers static cache of that length
+does (its attention spans the whole cache at every step). Then, per configuration:
+    ttft_s     = prefill(batch, seq=input)
+    tpot_s     = mean over the decode steps of decode(batch, context)
+    latency_s  = ttft_s + (output - 1) * tpot_s
+    tokens/s   = batch * output / latency_s      (per request: output / latency_s)
+Static batching: the batch's requests start and end together; nothing is shared across GPUs.
+
+Memory on the GPU: the weights, the KV cache of batch x (input + output) tokens, the largest
+activation peak of the prefill and the last decode step, their other inputs, and a workspace
+allowance (rooflab.memory). A configuration over the GPU's HBM is reported as not fitting, with
+what takes the memory, and is not priced.
+
+Every step is priced by the one cost model over a grid of sizes at once (rooflab.grid): all
+batches x decode steps of one (GPU, input, output) are one prediction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from rooflab import api, grid, memory
+from rooflab.errors import RooflabError
+from rooflab.graph import Graph
+from rooflab.hardware import Hardware
+from rooflab.sweep_table import COLUMNS, ServeTable
+from rooflab.units import format_bytes
+
+KV_MODES = ("growing", "static")
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The two steps of serving a model, as functions of their sizes (ints or grid Values):
+    `prefill(batch, seq)` and `decode(batch, context)`."""
+    name: str
+    prefill: Callable[..., Graph]
+    decode: Callable[..., Graph]
+
+
+def steps_of(source: str, prefill_source: str | None = None,
+             sets: dict[str, int] | None = None) -> Steps:
+    """The Steps of a model: `hf:NAME` (both phases traced), or a workload YAML that declares
+    `batch` and `context` (its decode step; with `seq` too it is also the prefill, run at
+    context = seq), with `prefill_source` a YAML declaring `batch` and `seq` for the prefill."""
+    sets = dict(sets or {})
+    if source.startswith("hf:"):
+        from rooflab.trace import parametric
+        fixed = tuple(sorted(sets.items()))
+        name = source[3:]
+        pre, dec = (parametric.hf_step(name, p, fixed) for p in ("prefill", "decode"))
+        return Steps(name, lambda b, s: pre.graph(b, s), lambda b, c: dec.graph(b, c))
+    if source.startswith("py:"):
+        raise RooflabError(f"{source}: serve needs a model's prefill and decode steps: give an "
+                           "hf: model or workload YAMLs (py: modules have no KV cache)")
+    decl = api.load_workload(source, sets).params
+    _need(source, decl, ("batch", "context"), "its decode step")
+    pre_file = prefill_source or source
+    pre_decl = decl if prefill_source is None else api.load_workload(pre_file, sets).params
+    if prefill_source is None and "seq" not in decl:
+        raise RooflabError(f"{source}: declares no `seq`, so it has no prefill step: add "
+                           "--prefill FILE (a workload declaring batch and seq)")
+    _need(pre_file, pre_decl, ("batch", "seq"), "its prefill step")
+
+    def dec(b, c):
+        return api.load_workload(source, {**sets, "batch": b, "context": c,
+                                          **({"seq": 1} if "seq" in decl else {})})
+
+    def pre(b, s):
+        return api.load_workload(pre_file, {**sets, "batch": b, "seq": s,
+                                            **({"context": s} if "context" in pre_decl else {})})
+    return Steps(api.load_workload(source, sets).name, pre, dec)
+
+
+def _need(file: str, declared: dict, names: tuple[str, ...], what: str) -> None:
+    missing = [n for n in names if n not in declared]
+    if missing:
+        raise RooflabError(f"{file}: serving needs {what} to take parameters "
+                           f"{', '.join(names)}; it lacks {', '.join(missing)}")
+
+
+def _check_sizes(batches, inputs, outputs) -> None:
+    for flag, vals in (("--batch", batches), ("--input", inputs), ("--output", outputs)):
+        if not vals:
+            raise RooflabError(f"{flag}: give at least one value")
+        bad = [v for v in vals if int(v) != v or v < 1]
+        if bad:
+            raise RooflabError(f"{flag}: sizes must be positive integers, got {bad[0]}")
+
+
+def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
+          inputs: list[int], outputs: list[int], schedule: str = "fused",
+          launch: str = "graph", *, prefill_source: str | None = None,
+          sets: dict[str, int] | None = None, kv: str = "growing") -> ServeTable:
+    """The ServeTable of every GPU x input x output x batch (in that nesting order)."""
+    _check_sizes(batches, inputs, outputs)
+    if kv not in KV_MODES:
+        raise RooflabError(f"--kv must be one of {', '.join(KV_MODES)}, got '{kv}'")
+    steps = source if isinstance(source, Steps) else steps_of(source, prefill_source, sets)
+    hws = [api.load_hardware(h) for h in gpus]
+    parts = []
+    for hw in hws:
+        for n_in in inputs:
+            for n_out in outputs:
+                parts.append(_one(steps, hw, np.asarray(batches), n_in, n_out, schedule,
+                                  launch, kv))
+    cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
+    meta = dict(model=steps.name, schedule=schedule, launch=launch, kv=kv,
+                method="every decode step priced at its own context" if kv == "growing"
+                else "every decode step priced at input + output (a static cache)")
+    return ServeTable(cols, meta)
+
+
+def _step_times(step: Callable[..., Graph], hw: Hardware, axes: dict, sizes: Callable,
+                schedule: str, launch: str) -> np.ndarray:
+    """Predicted step time (s) at every point of the grid over `axes`, shaped like the grid;
+    `sizes(params)` turns grid params into the step's arguments."""
+    part = grid.grid(axes)
+    answers = grid.evaluate(part, lambda p: api.predict_graph(step(*sizes(p)), hw, schedule,
+                                                              launch))
+    return grid.gather(answers, part.index.size,
+                       lambda pred: pred.totals.time_s).reshape(part.index.shape)
+
+
+def _memory(steps: Steps, batches: np.ndarray, n_in: int, n_out: int) -> dict[str, np.ndarray]:
+    """Memory columns (bytes, per batch) of serving input + output tokens."""
+    b = grid.values(batches)
+    last = steps.decode(b, n_in + n_out)
+    roles = memory.tensor_roles(last, {"batch": steps.decode(b + 1, n_in + n_out),
+                                       "context": steps.decode(b, n_in + n_out + 1)})
+    dec = memory.step_memory(last, roles)
+    pre_graph = steps.prefill(b, n_in)
+    pre_roles = memory.tensor_roles(pre_graph, {"batch": steps.prefill(b + 1, n_in),
+                                                "seq": steps.prefill(b, n_in + 1)})
+    pre = memory.step_memory(pre_graph, pre_roles)
+    full = lambda v: np.broadcast_to(np.asarray(v, dtype=float), batches.shape).copy()
+    act = np.maximum(pre.activation_peak_bytes + pre.input_bytes,
+                     dec.activation_peak_bytes + dec.input_bytes)
+    return dict(weights_bytes=full(dec.weights_bytes), kv_cache_bytes=full(dec.kv_cache_bytes),
+                activation_bytes=full(act), workspace_bytes=full(dec.workspace_bytes))
+
+
+def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
+         schedule: str, launch: str, kv: str) -> dict[str, np.ndarray]:
+    n = len(batches)
+    mem = _memory(steps, batches, n_in, n_out)
+    total = sum(mem.values())
+    fits = total <= hw.hbm_bytes
+    ttft = _step_times(steps.prefill, hw, {"batch": batches}, lambda p: (p["batch"], n_in),
+                       schedule, launch)
+    if n_out > 1:
+        ctx = (np.arange(1, n_out) + n_in) if kv == "growing" else np.array([n_in + n_out])
+        dec = _step_times(steps.decode, hw, {"batch": batches, "context": ctx},
+                          lambda p: (p["batch"], p["context"]), schedule, launch)
+        tpot = dec.mean(axis=1)
+    else:
+        tpot = np.full(n, np.nan)
+    decode_s = np.where(n_out > 1, (n_out - 1) * np.nan_to_num(tpot), 0.0)
+    latency = ttft + decode_s
+    why = np.array([_why(total[i], hw, {k: v[i] for k, v in mem.items()}) if not fits[i] else ""
+                    for i in range(n)], dtype=object)
+    priced = lambda v: np.where(fits, v, np.nan)
+    return dict(
+        gpu=np.array([hw.name] * n, dtype=object), schedule=np.array([schedule] * n, dtype=object),
+        launch=np.array([launch] * n, dtype=object), variant=np.array([""] * n, dtype=object),
+        batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
+        output_tokens=np.full(n, float(n_out)), fits=fits, **mem, memory_bytes=total,
+        hbm_bytes=np.full(n, float(hw.hbm_bytes)), ttft_s=priced(ttft), tpot_s=priced(tpot),
+        latency_s=priced(latency), tokens_per_s=priced(batches * n_out / latency),
+        tokens_per_s_per_request=priced(n_out / latency), why=why)
+
+
+def _why(total: float, hw: Hardware, mem: dict) -> str:
+    """"needs 154 GB of 80 GB: KV cache 137 GB": the total, the GPU's HBM, the largest part."""
+    names = {"weights_bytes": "weights", "kv_cache_bytes": "KV cache",
+             "activation_bytes": "activations", "workspace_bytes": "workspace"}
+    big = max(names, key=lambda k: mem[k])
+    return (f"needs {format_bytes(total)} of {format_bytes(hw.hbm_bytes)}: "
+            f"{names[big]} {format_bytes(mem[big])}")
+
+
+def best_under(table: ServeTable, max_tpot_s: float | None = None,
+               max_ttft_s: float | None = None) -> ServeTable:
+    """Per GPU, input and output: the fitting configuration with the most tokens/s whose TPOT
+    and TTFT are within the limits (none where no configuration meets them)."""
+    c = table.columns
+    ok = c["fits"].astype(bool).copy()
+    if max_tpot_s is not None:
+        ok &= np.nan_to_num(c["tpot_s"], nan=np.inf) <= max_tpot_s
+    if max_ttft_s is not None:
+        ok &= np.nan_to_num(c["ttft_s"], nan=np.inf) <= max_ttft_s
+    keys = list(zip(c["gpu"], c["schedule"], c["launch"], c["variant"], c["input_tokens"],
+                    c["output_tokens"]))
+    best: dict = {}
+    for i in np.flatnonzero(ok):
+        if keys[i] not in best or c["tokens_per_s"][i] > c["tokens_per_s"][best[keys[i]]]:
+            best[keys[i]] = i
+    return table.select(np.array(sorted(best.values()), dtype=int))
+
+
+def parse_sizes(option: str, text: str) -> list[int]:
+    """Sizes from a command line: "1,8,32", "1..256" (the powers of two from 1 to 256), "1k..32k"
+    (k = 1024), or a mix ("1,3,8..64"). RooflabError in one line on anything else."""
+    out: list[int] = []
+    for item in (t.strip() for t in text.split(",")):
+        lo, sep, hi = item.partition("..")
+        try:
+            a = _size(lo)
+            b = _size(hi) if sep else a
+        except ValueError:
+            raise RooflabError(f"{option} {text!r}: '{item}' is not a size (write 8, 1k, or "
+                               "1..256 for the powers of two between)") from None
+        if a < 1 or b < a:
+            raise RooflabError(f"{option} {text!r}: sizes must be positive and ranges go up, "
+                               f"got '{item}'")
+        v = a
+        while v <= b:
+            out.append(v)
+            v *= 2
+        if sep and out[-1] != b:
+            out.append(b)
+        if len(out) > 100_000:
+            raise RooflabError(f"{option} {text!r}: more than 100,000 sizes")
+    return sorted(set(out))
+
+
+def _size(text: str) -> int:
+    text = text.strip().lower()
+    scale = 1024 if text.endswith("k") else 1
+    return int(text[:-1] if scale > 1 else text) * scale
+
+
+def sweep(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
+          inputs: list[int], outputs: list[int], schedules: list[str], launches: list[str], *,
+          prefill_source: str | None = None, sets: dict[str, int] | None = None,
+          kv: str = "growing") -> ServeTable:
+    """`serve` over every schedule x launch mode too: one table of all the configurations."""
+    from rooflab.sweep_table import concat
+    steps = source if isinstance(source, Steps) else steps_of(source, prefill_source, sets)
+    tables = [serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv)
+              for s in schedules for mode in launches]
+    out = concat(tables)
+    return ServeTable(out.columns, {**tables[0].meta, "schedule": ",".join(schedules),
+                                    "launch": ",".join(launches)})
