@@ -477,7 +477,10 @@ def parse_sets(items: list[str]) -> dict[str, int]:
         except ValueError:
             raise RooflabError(f"--set {shown}: value must be an integer") from None
         if out[key] <= 0:
-            raise RooflabError(f"--set {shown}: value must be positive")
+            # transformers' logits_to_keep=0 means all; a workload's count cannot be 0
+            hint = ("; to keep every position's logits give the prompt length or more "
+                    "(--set logit_tokens=SEQ)" if key == "logit_tokens" else "")
+            raise RooflabError(f"--set {shown}: value must be positive{hint}")
         if out[key] > MAX_VALUE:
             raise RooflabError(f"--set {shown}: value exceeds 2**63")
     return out

@@ -5,8 +5,8 @@ reads.
 
 The conventions, as `trace_hf` calls the model (eager transformers, SDPA, a static cache):
 - a GEMM of M tokens by an [N, K] weight is 2*M*N*K FLOPs; M is batch*1 in decode and
-  batch*seq in prefill, where the lm_head runs on every position (a plain forward call returns
-  the logits of all of them);
+  batch*seq in prefill, except the prefill's lm_head, which runs on the last position of each
+  sequence only (M = batch: logit_tokens 1, transformers' logits_to_keep=1, as a server asks);
 - attention is 2*B*Hq*pairs*D for QKᵀ plus 2*B*Hq*pairs*Dv for PV. Decode attends one query
   against the whole static cache, max_cache_len = context keys (pairs = context); prefill is
   causal over seq keys (SDPA's is_causal), so query i scores i + 1 keys and
@@ -77,10 +77,12 @@ def test_llama32_1b_decode_flops_by_hand(traced):
 
 def test_llama32_1b_prefill_flops_by_hand(traced):
     g, p = traced["llama3.2-1b", "prefill"]
-    # GEMMs: 2 * (2*128 = 256 tokens) * 1,235,746,816              = 632,702,369,792
+    # layer GEMMs: 2 * (2*128 = 256 tokens) * 973,078,528          = 498,216,206,336
+    # lm_head on the last position of 2 sequences: 2 * 2 * 262,668,288 = 1,050,673,152
     # attention: causal over 128 keys, 128*129/2 = 8,256 pairs; per layer
     #   2 * 2 * 32 * 8,256 * (64 + 64) = 135,266,304; 16 layers    =   2,164,260,864
-    assert p.totals.tensor_flops == 632_702_369_792 + 2_164_260_864 == 634_866_630_656
+    assert (p.totals.tensor_flops == 498_216_206_336 + 1_050_673_152 + 2_164_260_864
+            == 501_431_140_352)
     assert (_count(g, "matmul"), _count(g, "attention")) == (16 * 7 + 2, 16)
 
 
@@ -121,10 +123,12 @@ def test_qwen25_05b_decode_flops_by_hand(traced):
 
 def test_qwen25_05b_prefill_flops_by_hand(traced):
     g, p = traced["qwen2.5-0.5b", "prefill"]
-    # GEMMs: 2 * 256 tokens * 493,961,216                          = 252,908,142,592
+    # layer GEMMs: 2 * 256 tokens * 357,826,560                    = 183,207,198,720
+    # lm_head on 2 last positions: 2 * 2 * 136,134,656             =     544,538,624
     # attention: 8,256 causal pairs; per layer 2 * 2 * 14 * 8,256 * 128 = 59,179,008;
     #   24 layers                                                   =   1,420,296,192
-    assert p.totals.tensor_flops == 252_908_142_592 + 1_420_296_192 == 254_328_438_784
+    assert (p.totals.tensor_flops == 183_207_198_720 + 544_538_624 + 1_420_296_192
+            == 185_172_033_536)
     assert (_count(g, "matmul"), _count(g, "attention")) == (24 * 7 + 2, 24)
 
 

@@ -5,12 +5,16 @@ The model is built by transformers on the meta device (no weights, no download) 
 attention, and called exactly as a serving loop calls it:
   decode:  input_ids [batch, 1] at cache position context-1, against a StaticCache of
            `context` tokens (attention spans the whole cache, as with a static cache on GPU)
-  prefill: input_ids [batch, seq] at positions 0..seq-1, into a StaticCache of `seq` tokens
+  prefill: input_ids [batch, seq] at positions 0..seq-1, into a StaticCache of `seq` tokens,
+           with logits for the last `logit_tokens` positions only (transformers'
+           `logits_to_keep`, as a serving engine asks; 0 or seq and more keep all)
 One untraced call first lets the cache allocate its tensors (it does so lazily), so the traced
 call is a warm step, the one a timing loop measures.
 """
 
 from __future__ import annotations
+
+import inspect
 
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph
@@ -19,7 +23,7 @@ from rooflab.trace.module import graph_of, tensor_names
 from rooflab.trace.record import TraceError, record
 
 PHASES = ("decode", "prefill")
-DEFAULTS = {"batch": 1, "seq": 512, "context": 1024}
+DEFAULTS = {"batch": 1, "seq": 512, "context": 1024, "logit_tokens": 1}
 
 
 def step_inputs(config, phase: str, batch: int, seq: int, context: int, device: str):
@@ -53,17 +57,29 @@ def _cache_names(cache) -> dict[int, str]:
 
 
 def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
-             context: int = 1024, dtype: str = "bf16") -> Graph:
+             context: int = 1024, dtype: str = "bf16", logit_tokens: int = 1) -> Graph:
     """The rooflab Graph of one step of a Hugging Face model. `source`: a bundled model name
     (`rooflab models`) or a path to a config.json. `batch` sequences; decode: one token against
-    `context` cached tokens; prefill: `seq` tokens. No GPU, weights or network needed."""
+    `context` cached tokens; prefill: `seq` tokens, the lm_head computing logits for the last
+    `logit_tokens` of them (0, or seq and more: all). No GPU, weights or network needed."""
     import torch
     for key, v in (("batch", batch), ("seq", seq), ("context", context)):
         if not isinstance(v, int) or v < 1:
             raise RooflabError(f"--set {key}: must be a positive integer, got {v}")
+    if not isinstance(logit_tokens, int) or isinstance(logit_tokens, bool) or logit_tokens < 0:
+        raise RooflabError(f"--set logit_tokens: must be a whole number of positions (0: all), "
+                           f"got {logit_tokens}")
     name, config, path = zoo.resolve_config(source)
     model = zoo.meta_model(config, dtype, source=path)
     kwargs, names = step_inputs(model.config, phase, batch, seq, context, "meta")
+    # a decode step is one token: its logits are all there is to keep
+    keep = phase == "prefill" and 0 < logit_tokens < seq
+    if keep:
+        if "logits_to_keep" not in inspect.signature(model.forward).parameters:
+            raise RooflabError(f"{path}: {type(model).__name__}.forward takes no logits_to_keep, "
+                               "so its prefill computes every position's logits: "
+                               f"--set logit_tokens={seq} (the prompt length) traces that")
+        kwargs["logits_to_keep"] = logit_tokens
     with torch.no_grad():
         try:
             model(**kwargs)
@@ -78,8 +94,12 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
     except TraceError as e:
         raise RooflabError(f"{path}: {e}") from None
     import transformers
-    params = {"batch": batch, **({"context": context} if phase == "decode" else {"seq": seq})}
-    shown = ", ".join(f"{k} {v}" for k, v in params.items())
+    params = {"batch": batch, **({"context": context} if phase == "decode" else
+                                 {"seq": seq, "logit_tokens": logit_tokens if keep else seq})}
+    shown = ", ".join(f"{k} {v}" for k, v in params.items() if k != "logit_tokens")
+    if phase == "prefill":
+        shown += (f", logits of the last {logit_tokens} position{'s' * (logit_tokens > 1)}"
+                  if keep else ", logits of every position")
     description = (f"traced from hf:{source} ({phase}: {shown}) with torch {torch.__version__}, "
                    f"transformers {transformers.__version__}")
     return graph_of(trace, f"{name}_{phase}", description, params)

@@ -1,8 +1,9 @@
 """Workload sources that are programs, not YAML: `hf:NAME_OR_CONFIG` and `py:FILE.py:FACTORY`.
 
 Wherever a workload file is accepted, these are too. `hf:` traces a Hugging Face model (a
-bundled name or a config.json path) for `phase` with `batch`, `seq` and `context` taken from
-`--set`; `py:` imports FILE.py, calls FACTORY() under the meta device and traces the module it
+bundled name or a config.json path) for `phase` with `batch`, `seq`, `context` and
+`logit_tokens` (prefill: how many trailing positions get logits; default 1) taken from `--set`;
+`py:` imports FILE.py, calls FACTORY() under the meta device and traces the module it
 returns on the `--input` tensors (`x=[16,4096]:bf16`; dimensions may be expressions over
 `--set` values, `x=[batch,4096]:bf16`). A factory may also return (module, inputs). Traces are
 cached for the process, so comparing several GPUs or schedules traces once, and hf: traces on
@@ -64,11 +65,11 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
     if source.startswith("hf:"):
         if inputs:
             raise RooflabError("--input is for py: sources; an hf: model's inputs come from "
-                               "--phase and --set batch/seq/context")
-        unknown = set(sets) - {"batch", "seq", "context"}
+                               "--phase and --set batch/seq/context/logit_tokens")
+        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens"}
         if unknown:
-            raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq and "
-                               "context")
+            raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
+                               "context and logit_tokens")
         return _traced_hf(source[3:], phase, tuple(sorted(sets.items())))
     target = source[3:]
     file, sep, factory = target.rpartition(":")

@@ -4,10 +4,11 @@ A run file (reports/hf_eager/<gpu>-<date>.json, written by lab/hf_eager/measure.
 holds, per bundled model and case (decode: batch x context; prefill: batch x seq), the eager
 step time and the CUDA-graph replay time of transformers itself, the CUDA kernels the profiler
 counted in one eager step, and a dispatch calibration taken in the same process. Each case is
-traced here (`trace_hf`, the same forward call) and predicted `unfused` with the `eager` and
-`graph` launch modes, on the GPU's calibrated spec with its eager dispatch cost replaced by the
-run's own (host-bound eager times move between machines, so they are compared only with a
-calibration taken at the same time; the GPU-side costs are the spec's).
+traced here (`trace_hf`, the same forward call: a prefill computes every position's logits, as
+measure.py's call did) and predicted `unfused` with the `eager` and `graph` launch modes, on
+the GPU's calibrated spec with its eager dispatch cost replaced by the run's own (host-bound
+eager times move between machines, so they are compared only with a calibration taken at the
+same time; the GPU-side costs are the spec's).
 """
 
 from __future__ import annotations
@@ -36,8 +37,11 @@ class MeasuredStep:
 
     @property
     def sets(self) -> dict[str, int]:
-        size = "context" if self.phase == "decode" else "seq"
-        return {"batch": self.batch, size: self.tokens}
+        """The hf: source's sizes of this case. A measured prefill called the model without
+        logits_to_keep, so it computed every position's logits: traced with logit_tokens 0."""
+        if self.phase == "decode":
+            return {"batch": self.batch, "context": self.tokens}
+        return {"batch": self.batch, "seq": self.tokens, "logit_tokens": 0}
 
     @property
     def label(self) -> str:
