@@ -130,7 +130,28 @@ def probe_graphs(graph: Graph, build: Callable[[dict[str, int]], Graph],
             for size in PROBED if size in graph.params}
 
 
-def activation_timeline(graph: Graph) -> list[int]:
+def on_chip_tensors(schedule) -> frozenset[str]:
+    """Tensors of a `rooflab.schedule.Schedule` that never leave the kernel that makes them (a
+    fused kernel keeps them in registers or shared memory): made and read only inside it, and not
+    a graph output. They take no device memory."""
+    g = schedule.graph
+    root = storage_roots(g)
+    readers: dict[str, set[int]] = {}
+    for i, op in enumerate(g.ops):
+        for t in op.inputs:
+            readers.setdefault(root.get(t, t), set()).add(i)
+    outs = {root.get(t, t) for t in g.outputs}
+    kept = set()
+    for k in schedule.kernels:
+        members = set(k.ops)
+        for i in k.ops:
+            for t in g.ops[i].outputs:
+                if t not in root and t not in outs and readers.get(t, set()) <= members:
+                    kept.add(t)
+    return frozenset(kept)
+
+
+def activation_timeline(graph: Graph, on_chip: frozenset[str] = frozenset()) -> list[int]:
     """Bytes of activations live while each op of `graph` runs, in op order.
 
     A tensor an op makes is live from that op to the last op that reads it, or any view or
@@ -144,7 +165,7 @@ def activation_timeline(graph: Graph) -> list[int]:
     made_at: dict[str, int] = {}
     for i, op in enumerate(graph.ops):
         for t in op.outputs:
-            if t not in root:
+            if t not in root and t not in on_chip:
                 made_at[t] = i
     last = dict(made_at)
     for i, op in enumerate(graph.ops):
@@ -169,7 +190,8 @@ def activation_timeline(graph: Graph) -> list[int]:
 
 
 def step_memory(graph: Graph, roles: Mapping[str, TensorRole],
-                workspace_bytes: int = WORKSPACE_BYTES) -> StepMemory:
+                workspace_bytes: int = WORKSPACE_BYTES,
+                on_chip: frozenset[str] = frozenset()) -> StepMemory:
     """The memory one step of `graph` needs on one GPU: its inputs' bytes summed by role
     (`roles` from `tensor_roles`), the peak of `activation_timeline`, and `workspace_bytes`.
     ValueError when an input has no role or is called an activation."""
@@ -186,7 +208,7 @@ def step_memory(graph: Graph, roles: Mapping[str, TensorRole],
     return StepMemory(weights_bytes=sums[TensorRole.WEIGHT],
                       kv_cache_bytes=sums[TensorRole.KV_CACHE],
                       input_bytes=sums[TensorRole.INPUT],
-                      activation_peak_bytes=functools.reduce(vmax, activation_timeline(graph), 0),
+                      activation_peak_bytes=functools.reduce(vmax, activation_timeline(graph, on_chip), 0),
                       workspace_bytes=workspace_bytes)
 
 

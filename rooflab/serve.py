@@ -28,7 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from rooflab import api, grid, memory
+from rooflab import api, grid, lowering, memory
+from rooflab import schedule as schedule_lib
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph
 from rooflab.hardware import Hardware
@@ -131,17 +132,21 @@ def _step_times(step: Callable[..., Graph], hw: Hardware, axes: dict, sizes: Cal
                        lambda pred: pred.totals.time_s).reshape(part.index.shape)
 
 
-def _memory(steps: Steps, batches: np.ndarray, n_in: int, n_out: int) -> dict[str, np.ndarray]:
-    """Memory columns (bytes, per batch) of serving input + output tokens."""
+def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in: int,
+            n_out: int) -> dict[str, np.ndarray]:
+    """Memory columns (bytes, per batch) of serving input + output tokens under `schedule` (a
+    tensor a fused kernel keeps on chip takes no memory)."""
     b = grid.values(batches)
-    last = steps.decode(b, n_in + n_out)
-    roles = memory.tensor_roles(last, {"batch": steps.decode(b + 1, n_in + n_out),
-                                       "context": steps.decode(b, n_in + n_out + 1)})
-    dec = memory.step_memory(last, roles)
-    pre_graph = steps.prefill(b, n_in)
-    pre_roles = memory.tensor_roles(pre_graph, {"batch": steps.prefill(b + 1, n_in),
-                                                "seq": steps.prefill(b, n_in + 1)})
-    pre = memory.step_memory(pre_graph, pre_roles)
+
+    def one(step, sizes, probes):
+        g = step(*sizes)
+        roles = memory.tensor_roles(g, {k: step(*p) for k, p in probes.items()})
+        low = lowering.lower(g, hw)
+        sched = schedule_lib.build(low.graph, schedule, hw)
+        return memory.step_memory(g, roles, on_chip=memory.on_chip_tensors(sched))
+    n = n_in + n_out
+    dec = one(steps.decode, (b, n), {"batch": (b + 1, n), "context": (b, n + 1)})
+    pre = one(steps.prefill, (b, n_in), {"batch": (b + 1, n_in), "seq": (b, n_in + 1)})
     full = lambda v: np.broadcast_to(np.asarray(v, dtype=float), batches.shape).copy()
     act = np.maximum(pre.activation_peak_bytes + pre.input_bytes,
                      dec.activation_peak_bytes + dec.input_bytes)
@@ -152,7 +157,7 @@ def _memory(steps: Steps, batches: np.ndarray, n_in: int, n_out: int) -> dict[st
 def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
          schedule: str, launch: str, kv: str) -> dict[str, np.ndarray]:
     n = len(batches)
-    mem = _memory(steps, batches, n_in, n_out)
+    mem = _memory(steps, hw, schedule, batches, n_in, n_out)
     total = sum(mem.values())
     fits = total <= hw.hbm_bytes
     ttft = _step_times(steps.prefill, hw, {"batch": batches}, lambda p: (p["batch"], n_in),

@@ -1,0 +1,102 @@
+"""rooflab serve / sweep: TTFT, TPOT and memory fit from the per-step predictions, over a grid."""
+
+import math
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from rooflab import api, grid, serve
+from rooflab.cli import app
+
+DEC, PRE = "workloads/llama3_8b_decode.yaml", "workloads/llama3_8b_prefill.yaml"
+
+
+def test_ttft_tpot_latency_from_the_step_predictions():
+    # batch 8, a 512-token prompt, 4 output tokens: the prefill gives the first token, then
+    # 3 decode steps attend over 513, 514 and 515 cached tokens.
+    t = serve.serve(DEC, ["h200"], [8], [512], [4], "fused", "graph", prefill_source=PRE)
+    row = t.rows()[0]
+    ttft = api.predict(PRE, "h200", "fused", "graph", {"batch": 8, "seq": 512}).totals.time_s
+    steps = [api.predict(DEC, "h200", "fused", "graph", {"batch": 8, "context": c}).totals.time_s
+             for c in (513, 514, 515)]
+    tpot = sum(steps) / 3
+    assert row["ttft_s"] == pytest.approx(ttft, rel=1e-12)
+    assert row["tpot_s"] == pytest.approx(tpot, rel=1e-12)
+    assert row["latency_s"] == pytest.approx(ttft + 3 * tpot, rel=1e-12)
+    assert row["tokens_per_s"] == pytest.approx(8 * 4 / (ttft + 3 * tpot), rel=1e-12)
+    assert row["tokens_per_s_per_request"] == pytest.approx(4 / (ttft + 3 * tpot), rel=1e-12)
+    # static cache: every step at input + output = 516
+    s = serve.serve(DEC, ["h200"], [8], [512], [4], "fused", "graph", prefill_source=PRE,
+                    kv="static").rows()[0]
+    at516 = api.predict(DEC, "h200", "fused", "graph", {"batch": 8, "context": 516}).totals.time_s
+    assert s["tpot_s"] == pytest.approx(at516, rel=1e-12)
+
+
+def test_kv_cache_and_weights_by_hand_and_what_does_not_fit():
+    # Llama-3-8B (workloads/llama3_8b_decode.yaml): KV per token = 32 layers x (k + v) x 8 KV
+    # heads x 128 x 2 B = 131,072 B. Batch 256 at 512 + 4096 tokens:
+    # 256 x 4608 x 131072 = 154,618,822,656 B, over an 80 GB H100 with the 16 GB of weights.
+    t = serve.serve(DEC, ["h100-sxm"], [1, 256], [512], [4096], prefill_source=PRE)
+    small, big = t.rows()
+    assert big["kv_cache_bytes"] == 256 * 4608 * 131072
+    assert small["kv_cache_bytes"] == 4608 * 131072
+    # weights: embed + lm_head 2 x 128256 x 4096, per layer q,o 4096^2, k,v 4096 x 1024, MLP
+    # 3 x 4096 x 14336, 2 norms of 4096; a final norm; the rotary cos and sin rows [1, 128] of
+    # the new token's position (they do not change with batch or context); all bf16
+    per_layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert small["weights_bytes"] == 2 * (2 * 128256 * 4096 + 32 * per_layer + 4096 + 2 * 128)
+    assert small["fits"] and not big["fits"]
+    assert math.isnan(big["ttft_s"]) and math.isnan(big["tokens_per_s"])
+    assert big["why"].startswith("needs ") and "of 80 GB: KV cache 155 GB" in big["why"]
+
+
+def test_best_batch_under_a_tpot_limit():
+    t = serve.serve(DEC, ["h200"], [1, 8, 32, 64], [512], [16], prefill_source=PRE)
+    tpot = {r["batch"]: r["tpot_s"] for r in t.rows()}
+    limit = (tpot[8] + tpot[32]) / 2           # 8 meets it, 32 does not
+    best = serve.best_under(t, max_tpot_s=limit).rows()
+    assert [r["batch"] for r in best] == [8]
+
+
+def test_sweep_over_a_grid_equals_one_prediction_per_point():
+    # the grid evaluation runs the one cost model on arrays: every point is the scalar answer
+    b = np.array([1, 3, 17, 64, 100, 256])
+    c = np.array([100, 1024, 5000])
+    part = grid.grid({"batch": b, "context": c})
+    hw = api.load_hardware("h200")
+    for sched, launch in (("unfused", "eager"), ("fused", "graph")):
+        answers = grid.evaluate(part, lambda p: api.predict_graph(
+            api.load_workload(DEC, {"batch": p["batch"], "context": p["context"]}), hw, sched,
+            launch))
+        got = grid.gather(answers, part.index.size, lambda p: p.totals.time_s)
+        for i, (bi, ci) in enumerate((x, y) for x in b for y in c):
+            want = api.predict(DEC, hw, sched, launch, {"batch": int(bi), "context": int(ci)})
+            assert got[i] == pytest.approx(want.totals.time_s, rel=1e-12), (sched, bi, ci)
+
+
+def test_parse_sizes():
+    assert serve.parse_sizes("--batch", "1..16") == [1, 2, 4, 8, 16]
+    assert serve.parse_sizes("--batch", "3,1k..4k") == [3, 1024, 2048, 4096]
+    assert serve.parse_sizes("--batch", "1..6") == [1, 2, 4, 6]
+    for bad in ("0", "8..4", "x", ""):
+        with pytest.raises(Exception):
+            serve.parse_sizes("--batch", bad)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch", "0"], "--batch '0': sizes must be positive"),
+    (["-H", "h999"], "unknown hardware 'h999'"),
+    (["--max-tpot", "fast"], "--max-tpot 'fast': expected a time"),
+])
+def test_bad_arguments_are_one_line_and_exit_2(args, message):
+    r = CliRunner().invoke(app, ["serve", DEC, "--prefill", PRE, *args])
+    assert r.exit_code == 2
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_a_configuration_that_does_not_fit_is_an_answer():
+    r = CliRunner().invoke(app, ["serve", DEC, "--prefill", PRE, "-H", "h100-sxm", "--batch",
+                                 "1,256", "--input", "512", "--output", "4096"])
+    assert r.exit_code == 0, r.output
+    assert "does not fit: needs" in r.output and "KV cache 155 GB" in r.output
