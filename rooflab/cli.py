@@ -495,6 +495,21 @@ def _duration(option: str, text: str | None) -> float | None:
     return v
 
 
+def _variants(sets: list[str]) -> list[dict]:
+    """Every combination of the --set values, a comma giving several: --set kv_dtype=bf16,fp8
+    --set D=4096 is two variants."""
+    import itertools
+
+    from rooflab import workload as wl
+    axes = []
+    for item in sets:
+        key, sep, vals = item.partition("=")
+        if not sep:
+            raise RooflabError(f"--set {item}: expected name=value")
+        axes.append([wl.parse_sets([f"{key}={v}"]) for v in _split(vals) or [""]])
+    return [{k: v for d in combo for k, v in d.items()} for combo in itertools.product(*axes)]
+
+
 @app.command("sweep")
 @_errors
 def sweep_cmd(
@@ -507,7 +522,7 @@ def sweep_cmd(
     launches: Annotated[str, typer.Option("--launch", "-l", help="Launch modes, comma-separated.")] = "graph",
     kv: Annotated[str, typer.Option("--kv", help="growing or static (see serve).")] = "growing",
     prefill: Annotated[Optional[str], typer.Option("--prefill", help="A prefill workload YAML (batch, seq) when MODEL's YAML has no seq.")] = None,
-    sets: Annotated[list[str], typer.Option("--set", help="Override another workload parameter (repeatable).")] = [],
+    sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter; commas sweep it: --set kv_dtype=bf16,fp8 (repeatable).")] = [],
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write the table as CSV here.")] = None,
     json_path: Annotated[Optional[str], typer.Option("--json", help="Write the table as JSON (rooflab.serve/1) here.")] = None,
     html: Annotated[Optional[str], typer.Option("--html", help="Write an interactive HTML report here.")] = None,
@@ -522,10 +537,11 @@ def sweep_cmd(
     outputs = [(o, p) for o, p in (("--csv", csv_path), ("--json", json_path), ("--html", html)) if p]
     for option, path in outputs:
         _check_output(option, path, force)
-    gpus, batches, inputs, outs, overrides = _serve_args(model, hardware, batch, input_tokens,
-                                                         output_tokens, sets)
+    gpus, batches, inputs, outs, _ = _serve_args(model, hardware, batch, input_tokens,
+                                                 output_tokens, [])
+    variants = _variants(sets)
     table = serve.sweep(model, gpus, batches, inputs, outs, _names("--schedule", schedules, "unfused,fused"),
-                        _launches(launches), prefill_source=prefill, sets=overrides, kv=kv)
+                        _launches(launches), prefill_source=prefill, variants=variants, kv=kv)
     for option, path in outputs:
         if option == "--html":
             from rooflab.report.html import sweep as sweep_html

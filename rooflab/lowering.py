@@ -29,6 +29,8 @@ def _family(op: Op, tensors: dict[str, Tensor]) -> str | None:
     a, b = tensors[op.inputs[0]].dtype, tensors[op.inputs[1]].dtype
     if op.kind == "qmatmul":
         return oplib.qmatmul_family(a, b)
+    if op.kind == "attention":
+        return oplib.attention_family(*(tensors[t] for t in op.inputs[:3]), op)
     return oplib.gemm_family(a, b, op)
 
 

@@ -63,23 +63,30 @@ def steps_of(source: str, prefill_source: str | None = None,
     if source.startswith("py:"):
         raise RooflabError(f"{source}: serve needs a model's prefill and decode steps: give an "
                            "hf: model or workload YAMLs (py: modules have no KV cache)")
-    decl = api.load_workload(source, sets).params
-    _need(source, decl, ("batch", "context"), "its decode step")
+    from rooflab import workload
     pre_file = prefill_source or source
-    pre_decl = decl if prefill_source is None else api.load_workload(pre_file, sets).params
+    decl = set(workload.load_yaml_data(source).get("params") or {})
+    pre_decl = set(workload.load_yaml_data(pre_file).get("params") or {})
+    unknown = [k for k in sets if k not in decl | pre_decl]
+    if unknown:
+        api.load_workload(source, sets)       # says which parameter, with the known ones
+    # a --set goes to the steps whose file declares it (kv_dtype: the decode step's cache)
+    dec_sets = {k: v for k, v in sets.items() if k in decl}
+    pre_sets = {k: v for k, v in sets.items() if k in pre_decl}
+    _need(source, decl, ("batch", "context"), "its decode step")
     if prefill_source is None and "seq" not in decl:
         raise RooflabError(f"{source}: declares no `seq`, so it has no prefill step: add "
                            "--prefill FILE (a workload declaring batch and seq)")
     _need(pre_file, pre_decl, ("batch", "seq"), "its prefill step")
 
     def dec(b, c):
-        return api.load_workload(source, {**sets, "batch": b, "context": c,
+        return api.load_workload(source, {**dec_sets, "batch": b, "context": c,
                                           **({"seq": 1} if "seq" in decl else {})})
 
     def pre(b, s):
-        return api.load_workload(pre_file, {**sets, "batch": b, "seq": s,
+        return api.load_workload(pre_file, {**pre_sets, "batch": b, "seq": s,
                                             **({"context": s} if "context" in pre_decl else {})})
-    return Steps(api.load_workload(source, sets).name, pre, dec)
+    return Steps(api.load_workload(source, dec_sets).name, pre, dec)
 
 
 def _need(file: str, declared: dict, names: tuple[str, ...], what: str) -> None:
@@ -244,15 +251,22 @@ def _size(text: str) -> int:
     return int(text[:-1] if scale > 1 else text) * scale
 
 
-def sweep(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
-          inputs: list[int], outputs: list[int], schedules: list[str], launches: list[str], *,
-          prefill_source: str | None = None, sets: dict[str, int] | None = None,
-          kv: str = "growing") -> ServeTable:
-    """`serve` over every schedule x launch mode too: one table of all the configurations."""
+def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: list[int],
+          outputs: list[int], schedules: list[str], launches: list[str], *,
+          prefill_source: str | None = None, sets: dict[str, int | str] | None = None,
+          variants: list[dict[str, int | str]] | None = None, kv: str = "growing") -> ServeTable:
+    """`serve` over every variant (a dict of --set values: {"kv_dtype": "fp8_e4m3"}) x schedule
+    x launch mode too: one table of all the configurations."""
     from rooflab.sweep_table import concat
-    steps = source if isinstance(source, Steps) else steps_of(source, prefill_source, sets)
-    tables = [serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv)
-              for s in schedules for mode in launches]
+    tables = []
+    for variant in variants or [{}]:
+        steps = steps_of(source, prefill_source, {**(sets or {}), **variant})
+        label = ",".join(f"{k}={v}" for k, v in variant.items())
+        for s in schedules:
+            for mode in launches:
+                t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv)
+                t.columns["variant"][:] = label
+                tables.append(t)
     out = concat(tables)
     return ServeTable(out.columns, {**tables[0].meta, "schedule": ",".join(schedules),
                                     "launch": ",".join(launches)})

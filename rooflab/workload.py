@@ -97,6 +97,14 @@ def resolve_params(declared: dict[str, int | str], overrides: dict[str, int],
                                file=doc.file if doc else None)
     values: dict[str, int] = {}
     for k, raw in declared.items():
+        if is_dtype_param(raw):
+            if k in overrides and not isinstance(overrides[k], str):
+                raise _err(doc, f"--set {k}={overrides[k]}: '{k}' is a dtype parameter "
+                           f"(default {raw}); give a dtype name", ("params", k))
+            continue
+        if isinstance(overrides.get(k), str):
+            raise _err(doc, f"--set {k}={overrides[k]}: '{k}' is an integer parameter, not a "
+                       "dtype", ("params", k))
         try:
             v = (check_magnitude(overrides[k], f"--set {k}") if k in overrides
                  else evaluate(raw, values))
@@ -108,6 +116,19 @@ def resolve_params(declared: dict[str, int | str], overrides: dict[str, int],
     return values
 
 
+def is_dtype_param(raw: int | str) -> bool:
+    """A parameter whose value is a dtype name (`kv_dtype: bf16`): tensors and `dtype`
+    attributes may name it instead of a dtype, and --set may change it (--set kv_dtype=fp8)."""
+    return isinstance(raw, str) and lookup(raw) is not None
+
+
+def resolve_dtype_params(declared: dict[str, int | str],
+                         overrides: dict[str, int | str]) -> dict[str, str]:
+    """The dtype parameters (name -> dtype name), `overrides` replacing defaults."""
+    return {k: lookup(str(overrides.get(k, raw))).name for k, raw in declared.items()
+            if is_dtype_param(raw)}
+
+
 def _err(doc: Located | None, problem: str, loc: tuple, place: str | None = None):
     if doc is None:
         return RooflabError(problem, place=place or format_loc(loc))
@@ -117,8 +138,10 @@ def _err(doc: Located | None, problem: str, loc: tuple, place: str | None = None
 class _Builder:
     """Expands repeats, resolves names, sorts topologically and infers shapes."""
 
-    def __init__(self, spec: WorkloadFile, doc: Located, params: dict[str, int]):
+    def __init__(self, spec: WorkloadFile, doc: Located, params: dict[str, int],
+                 dtypes: dict[str, str] | None = None):
         self.spec, self.doc, self.params = spec, doc, params
+        self.dtypes = dtypes or {}       # dtype parameters: name -> dtype name
         self.declared: dict[str, tuple[TensorSpec, tuple]] = {}   # global name -> spec, loc
         self.raw_ops: list[tuple[OpSpec, tuple, dict[str, Any], str, tuple[str, ...], tuple[str, ...]]] = []
         self.produced: dict[str, int] = {}
@@ -282,6 +305,8 @@ class _Builder:
 
     def _attr(self, kind, key, val, loc, op_name):
         """An attribute's value, type-checked by its kind's schema (expressions evaluated)."""
+        if isinstance(val, str) and val in self.dtypes:
+            val = self.dtypes[val]
         try:
             return oplib.KINDS[kind].attrs[key].check(key, val, lambda v: evaluate(v, self.params))
         except (ExprError, oplib.AttrError) as e:
@@ -347,7 +372,7 @@ class _Builder:
                      self.spec.description)
 
     def _tensor(self, g: str, ts: TensorSpec, loc) -> Tensor:
-        dt = lookup(ts.dtype)
+        dt = lookup(self.dtypes.get(ts.dtype, ts.dtype))
         if dt is None:
             raise _err(self.doc, f"unknown dtype '{ts.dtype}'" + did_you_mean(ts.dtype, known_names()),
                        loc + ("dtype",), place=f"tensor {g}")
@@ -430,7 +455,7 @@ def load_file(path: str | Path, overrides: dict[str, int] | None = None) -> Grap
     except ValidationError as err:
         raise_first(err, doc)
     params = resolve_params(spec.params, overrides or {}, doc)
-    return _Builder(spec, doc, params).build()
+    return _Builder(spec, doc, params, resolve_dtype_params(spec.params, overrides or {})).build()
 
 
 def load_yaml_data(name_or_path: str) -> dict:
@@ -447,7 +472,7 @@ def load_dict(data: dict, overrides: dict[str, int] | None = None,
     except ValidationError as err:
         raise_first(err, doc)
     params = resolve_params(spec.params, overrides or {}, doc)
-    return _Builder(spec, doc, params).build()
+    return _Builder(spec, doc, params, resolve_dtype_params(spec.params, overrides or {})).build()
 
 
 def load(name_or_path: str, overrides: dict[str, int] | None = None) -> Graph:
@@ -466,12 +491,15 @@ def parse_sets(items: list[str]) -> dict[str, int]:
             raise RooflabError(f"--set {shown}: expected name=value")
         if key in out:
             raise RooflabError(f"--set {key}: given twice")
+        if lookup(val) is not None:          # a dtype: for a workload's dtype parameter
+            out[key] = lookup(val).name
+            continue
         # 19 digits bound 2**63; refusing longer text first keeps int() off 5,000-digit input
         digits = val.lstrip("+-").replace("_", "")
         if len(digits) > 19 or not digits.isdigit():
             if digits.isdigit():
                 raise RooflabError(f"--set {shown}: value exceeds 2**63")
-            raise RooflabError(f"--set {shown}: value must be an integer")
+            raise RooflabError(f"--set {shown}: value must be an integer or a dtype name")
         try:
             out[key] = int(val)
         except ValueError:

@@ -33,6 +33,18 @@ def _layout_problem(q, k, v, causal: bool) -> str | None:
     return None
 
 
+def attention_family(q, k, v, op) -> str | None:
+    """The tensor-core family attention runs at: q's and k's (gemm_family), except that an fp8
+    K/V cache under 16-bit queries is dequantized in registers as it is loaded (an fp8 KV cache,
+    as serving engines keep it): it runs at q's family and reads K/V at one byte per element."""
+    if k.dtype.compute == "fp8" and q.dtype.compute in ("bf16", "fp16"):
+        if v.dtype.compute != "fp8":
+            raise ShapeError(f"k is {k.dtype.name} but v is {v.dtype.name}: an fp8 KV cache "
+                             "keeps both in fp8")
+        return q.dtype.compute
+    return gemm_family(q.dtype, k.dtype, op)
+
+
 def _bhsd(t):
     """A [B, S, H, D] tensor's shape read as [B, H, S, D]."""
     return type(t)(t.name, (t.shape[0], t.shape[2], t.shape[1], t.shape[3]), t.dtype)
@@ -53,7 +65,7 @@ def _infer(op, ins):
             problem += ("; attention takes [B, H, S, D]; these look like [B, S, H, D]: "
                         "permute(0, 2, 1, 3) first")
         raise ShapeError(problem)
-    gemm_family(q.dtype, k.dtype, op)
+    attention_family(q, k, v, op)
     if len(ins) == 4:
         scores = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
         if broadcast(ins[3].shape, scores) != scores:
@@ -67,7 +79,7 @@ def _cost(op, ins, outs):
     b, hq, sq, d = q.shape
     hkv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
     pairs = attention_pairs(sq, sk, op.attrs.get("causal", True))
-    fam = gemm_family(q.dtype, k.dtype, op)
+    fam = attention_family(q, k, v, op)
     q_blocks = -(-sq // op.attrs.get("block_m", 128))
     passes = (hq // hkv) * q_blocks           # times each K/V byte reaches an SM
     # causal block skipping lets later blocks skip keys: reread traffic is scaled by the
