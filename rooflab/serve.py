@@ -115,16 +115,19 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
         raise RooflabError(f"--kv must be one of {', '.join(KV_MODES)}, got '{kv}'")
     steps = source if isinstance(source, Steps) else steps_of(source, prefill_source, sets)
     hws = [api.load_hardware(h) for h in gpus]
-    parts = []
+    parts, largest = [], []
     for hw in hws:
         for n_in in inputs:
             for n_out in outputs:
                 parts.append(_one(steps, hw, np.asarray(batches), n_in, n_out, schedule,
                                   launch, kv))
+                largest.append(dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out,
+                                    batch=largest_batch(steps, hw, schedule, n_in, n_out)))
     cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
     meta = dict(model=steps.name, schedule=schedule, launch=launch, kv=kv,
                 method="every decode step priced at its own context" if kv == "growing"
-                else "every decode step priced at input + output (a static cache)")
+                else "every decode step priced at input + output (a static cache)",
+                largest_batch=largest)
     return ServeTable(cols, meta)
 
 
@@ -145,20 +148,45 @@ def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in
     tensor a fused kernel keeps on chip takes no memory)."""
     b = grid.values(batches)
 
-    def one(step, sizes, probes):
+    def one(step, sizes, probes, outputs_counted: bool):
         g = step(*sizes)
         roles = memory.tensor_roles(g, {k: step(*p) for k, p in probes.items()})
         low = lowering.lower(g, hw)
         sched = schedule_lib.build(low.graph, schedule, hw)
-        return memory.step_memory(g, roles, on_chip=memory.on_chip_tensors(sched))
+        free = memory.on_chip_tensors(sched)
+        if not outputs_counted:
+            # a workload's prefill returns the k/v it writes (the KV cache, counted apart) and
+            # the last token's logits
+            free = free | g.outputs
+        return memory.step_memory(g, roles, on_chip=free)
     n = n_in + n_out
-    dec = one(steps.decode, (b, n), {"batch": (b + 1, n), "context": (b, n + 1)})
-    pre = one(steps.prefill, (b, n_in), {"batch": (b + 1, n_in), "seq": (b, n_in + 1)})
+    dec = one(steps.decode, (b, n), {"batch": (b + 1, n), "context": (b, n + 1)}, True)
+    pre = one(steps.prefill, (b, n_in), {"batch": (b + 1, n_in), "seq": (b, n_in + 1)}, False)
     full = lambda v: np.broadcast_to(np.asarray(v, dtype=float), batches.shape).copy()
     act = np.maximum(pre.activation_peak_bytes + pre.input_bytes,
                      dec.activation_peak_bytes + dec.input_bytes)
     return dict(weights_bytes=full(dec.weights_bytes), kv_cache_bytes=full(dec.kv_cache_bytes),
                 activation_bytes=full(act), workspace_bytes=full(dec.workspace_bytes))
+
+
+# Largest batch `largest_batch` looks for: beyond it the answer is given as this bound.
+MAX_BATCH = 65_536
+
+
+def largest_batch(steps: Steps, hw: Hardware, schedule: str, n_in: int, n_out: int) -> int:
+    """The largest batch whose memory fits in `hw`'s HBM at input + output tokens (0 when not
+    even one sequence fits), found by pricing the memory of every batch up to a bound: the
+    batches the KV cache alone leaves room for."""
+    two = _memory(steps, hw, schedule, np.array([1, 2]), n_in, n_out)
+    total = sum(two.values())
+    if total[0] > hw.hbm_bytes:
+        return 0
+    per_seq = total[1] - total[0]
+    top = MAX_BATCH if per_seq <= 0 else int(min(MAX_BATCH, (hw.hbm_bytes - total[0]) // per_seq
+                                                  + 1))
+    b = np.arange(1, max(top, 1) + 1)
+    fits = sum(_memory(steps, hw, schedule, b, n_in, n_out).values()) <= hw.hbm_bytes
+    return int(b[fits].max())
 
 
 def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,

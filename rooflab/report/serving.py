@@ -37,4 +37,7 @@ def render(table: ServeTable, title: str = "") -> str:
     lines = [printable(title) if title else printable( f"{meta.get('model', '')}: serving, {meta.get('schedule', '')} schedule, "
              f"{meta.get('launch', '')} launch ({meta.get('method', '')})")]
     lines.append(grid(head, body, left=set(range(len(cols))) | {len(head) - 1}))
+    for fit in meta.get("largest_batch", []):
+        lines.append(printable(f"largest batch that fits on {fit['gpu']} at {fit['input_tokens']} + "
+                               f"{fit['output_tokens']} tokens: {fit['batch']}"))
     return "\n".join(lines)
