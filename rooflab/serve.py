@@ -41,11 +41,14 @@ KV_MODES = ("growing", "static")
 
 @dataclass(frozen=True)
 class Steps:
-    """The two steps of serving a model, as functions of their sizes (ints or grid Values):
-    `prefill(batch, seq)` and `decode(batch, context)`."""
+    """The steps of serving a model, as functions of their sizes (ints or grid Values):
+    `prefill(batch, seq)`, `decode(batch, context)`, and where the model has one,
+    `extend(batch, seq, context)`: `seq` (an int) new tokens after context - seq cached ones,
+    a chunk of a chunked prefill."""
     name: str
     prefill: Callable[..., Graph]
     decode: Callable[..., Graph]
+    extend: Callable[..., Graph] | None = None
 
 
 def steps_of(source: str, prefill_source: str | None = None,
@@ -59,7 +62,11 @@ def steps_of(source: str, prefill_source: str | None = None,
         fixed = tuple(sorted(sets.items()))
         name = source[3:]
         pre, dec = (parametric.hf_step(name, p, fixed) for p in ("prefill", "decode"))
-        return Steps(name, lambda b, s: pre.graph(b, s), lambda b, c: dec.graph(b, c))
+
+        def extend(b, s, c):
+            return parametric.hf_step(name, "extend", tuple(sorted({**sets, "seq": s}.items()))
+                                      ).graph(b, c)
+        return Steps(name, lambda b, s: pre.graph(b, s), lambda b, c: dec.graph(b, c), extend)
     if source.startswith("py:"):
         raise RooflabError(f"{source}: serve needs a model's prefill and decode steps: give an "
                            "hf: model or workload YAMLs (py: modules have no KV cache)")
@@ -86,7 +93,10 @@ def steps_of(source: str, prefill_source: str | None = None,
     def pre(b, s):
         return api.load_workload(pre_file, {**pre_sets, "batch": b, "seq": s,
                                             **({"context": s} if "context" in pre_decl else {})})
-    return Steps(api.load_workload(source, dec_sets).name, pre, dec)
+    def extend(b, s, c):
+        return api.load_workload(source, {**dec_sets, "batch": b, "seq": s, "context": c})
+    return Steps(api.load_workload(source, dec_sets).name, pre, dec,
+                 extend if "seq" in decl else None)
 
 
 def _need(file: str, declared: dict, names: tuple[str, ...], what: str) -> None:
@@ -108,25 +118,36 @@ def _check_sizes(batches, inputs, outputs) -> None:
 def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
           inputs: list[int], outputs: list[int], schedule: str = "fused",
           launch: str = "graph", *, prefill_source: str | None = None,
-          sets: dict[str, int] | None = None, kv: str = "growing") -> ServeTable:
-    """The ServeTable of every GPU x input x output x batch (in that nesting order)."""
+          sets: dict[str, int] | None = None, kv: str = "growing",
+          chunk: int | None = None) -> ServeTable:
+    """The ServeTable of every GPU x input x output x batch (in that nesting order). `chunk`:
+    prefill the prompts `chunk` tokens at a time, each chunk attending over the cache so far
+    (chunked prefill), instead of in one step."""
     _check_sizes(batches, inputs, outputs)
     if kv not in KV_MODES:
         raise RooflabError(f"--kv must be one of {', '.join(KV_MODES)}, got '{kv}'")
     steps = source if isinstance(source, Steps) else steps_of(source, prefill_source, sets)
+    if chunk is not None:
+        if int(chunk) != chunk or chunk < 1:
+            raise RooflabError(f"--chunk: a positive number of tokens, got {chunk}")
+        if steps.extend is None:
+            raise RooflabError(f"--chunk: {steps.name}'s decode workload declares no `seq`, so "
+                               "it cannot run a chunk of several tokens against its cache")
     hws = [api.load_hardware(h) for h in gpus]
     parts, largest = [], []
     for hw in hws:
         for n_in in inputs:
             for n_out in outputs:
                 parts.append(_one(steps, hw, np.asarray(batches), n_in, n_out, schedule,
-                                  launch, kv))
+                                  launch, kv, chunk))
                 largest.append(dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out,
-                                    batch=largest_batch(steps, hw, schedule, n_in, n_out)))
+                                    batch=largest_batch(steps, hw, schedule, n_in, n_out,
+                                                        chunk)))
     cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
     meta = dict(model=steps.name, schedule=schedule, launch=launch, kv=kv,
                 method="every decode step priced at its own context" if kv == "growing"
                 else "every decode step priced at input + output (a static cache)",
+                chunk=chunk,
                 largest_batch=largest)
     return ServeTable(cols, meta)
 
@@ -143,28 +164,41 @@ def _step_times(step: Callable[..., Graph], hw: Hardware, axes: dict, sizes: Cal
 
 
 def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in: int,
-            n_out: int) -> dict[str, np.ndarray]:
+            n_out: int, chunk: int | None = None) -> dict[str, np.ndarray]:
     """Memory columns (bytes, per batch) of serving input + output tokens under `schedule` (a
-    tensor a fused kernel keeps on chip takes no memory)."""
+    tensor a fused kernel keeps on chip takes no memory). With `chunk`, the prefill's
+    activations are those of its last full chunk."""
     b = grid.values(batches)
+
+    kv_names: set[str] = set()
 
     def one(step, sizes, probes, outputs_counted: bool):
         g = step(*sizes)
         roles = memory.tensor_roles(g, {k: step(*p) for k, p in probes.items()})
+        # what the decode step attends over is the KV cache in every step that has it
+        roles.update({t: memory.TensorRole.KV_CACHE for t in kv_names if t in roles})
+        kv_names.update(t for t, r in roles.items() if r is memory.TensorRole.KV_CACHE)
         low = lowering.lower(g, hw)
         sched = schedule_lib.build(low.graph, schedule, hw)
         free = memory.on_chip_tensors(sched)
         if not outputs_counted:
-            # a workload's prefill returns the k/v it writes (the KV cache, counted apart) and
-            # the last token's logits
+            # a workload's prefill (or chunk) returns the k/v it writes (the KV cache, counted
+            # apart) and the last token's logits
             free = free | g.outputs
         return memory.step_memory(g, roles, on_chip=free)
     n = n_in + n_out
     dec = one(steps.decode, (b, n), {"batch": (b + 1, n), "context": (b, n + 1)}, True)
-    pre = one(steps.prefill, (b, n_in), {"batch": (b + 1, n_in), "seq": (b, n_in + 1)}, False)
+    if chunk is not None and chunk < n_in:
+        c = n_in - n_in % chunk if n_in % chunk else n_in
+        pre = one(lambda bb, cc: steps.extend(bb, chunk, cc), (b, c),
+                  {"batch": (b + 1, c), "context": (b, c + 1)}, False)
+        pre_act = pre.activation_peak_bytes + pre.input_bytes
+    else:
+        pre = one(steps.prefill, (b, n_in), {"batch": (b + 1, n_in), "seq": (b, n_in + 1)},
+                  False)
+        pre_act = pre.activation_peak_bytes + pre.input_bytes
     full = lambda v: np.broadcast_to(np.asarray(v, dtype=float), batches.shape).copy()
-    act = np.maximum(pre.activation_peak_bytes + pre.input_bytes,
-                     dec.activation_peak_bytes + dec.input_bytes)
+    act = np.maximum(pre_act, dec.activation_peak_bytes + dec.input_bytes)
     return dict(weights_bytes=full(dec.weights_bytes), kv_cache_bytes=full(dec.kv_cache_bytes),
                 activation_bytes=full(act), workspace_bytes=full(dec.workspace_bytes))
 
@@ -173,11 +207,12 @@ def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in
 MAX_BATCH = 65_536
 
 
-def largest_batch(steps: Steps, hw: Hardware, schedule: str, n_in: int, n_out: int) -> int:
+def largest_batch(steps: Steps, hw: Hardware, schedule: str, n_in: int, n_out: int,
+                  chunk: int | None = None) -> int:
     """The largest batch whose memory fits in `hw`'s HBM at input + output tokens (0 when not
     even one sequence fits), found by pricing the memory of every batch up to a bound: the
     batches the KV cache alone leaves room for."""
-    two = _memory(steps, hw, schedule, np.array([1, 2]), n_in, n_out)
+    two = _memory(steps, hw, schedule, np.array([1, 2]), n_in, n_out, chunk)
     total = sum(two.values())
     if total[0] > hw.hbm_bytes:
         return 0
@@ -185,18 +220,41 @@ def largest_batch(steps: Steps, hw: Hardware, schedule: str, n_in: int, n_out: i
     top = MAX_BATCH if per_seq <= 0 else int(min(MAX_BATCH, (hw.hbm_bytes - total[0]) // per_seq
                                                   + 1))
     b = np.arange(1, max(top, 1) + 1)
-    fits = sum(_memory(steps, hw, schedule, b, n_in, n_out).values()) <= hw.hbm_bytes
+    fits = sum(_memory(steps, hw, schedule, b, n_in, n_out, chunk).values()) <= hw.hbm_bytes
     return int(b[fits].max())
 
 
+def _prefill_times(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int,
+                   chunk: int | None, schedule: str, launch: str) -> np.ndarray:
+    """TTFT per batch: one prefill of the prompts, or with `chunk` a prefill of the first chunk
+    and then one extend step per further chunk, each against the cache so far."""
+    if chunk is None or chunk >= n_in:
+        return _step_times(steps.prefill, hw, {"batch": batches}, lambda p: (p["batch"], n_in),
+                           schedule, launch)
+    full, rest = divmod(n_in, chunk)
+    ttft = _step_times(steps.prefill, hw, {"batch": batches}, lambda p: (p["batch"], chunk),
+                       schedule, launch)
+    if full > 1:
+        ends = chunk * np.arange(2, full + 1)          # cache length after chunks 2..full
+        ttft = ttft + _step_times(lambda b, c: steps.extend(b, chunk, c), hw,
+                                  {"batch": batches, "context": ends},
+                                  lambda p: (p["batch"], p["context"]), schedule,
+                                  launch).sum(axis=1)
+    if rest:
+        ttft = ttft + _step_times(lambda b, c: steps.extend(b, rest, c), hw,
+                                  {"batch": batches, "context": [n_in]},
+                                  lambda p: (p["batch"], p["context"]), schedule,
+                                  launch)[:, 0]
+    return ttft
+
+
 def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
-         schedule: str, launch: str, kv: str) -> dict[str, np.ndarray]:
+         schedule: str, launch: str, kv: str, chunk: int | None) -> dict[str, np.ndarray]:
     n = len(batches)
-    mem = _memory(steps, hw, schedule, batches, n_in, n_out)
+    mem = _memory(steps, hw, schedule, batches, n_in, n_out, chunk)
     total = sum(mem.values())
     fits = total <= hw.hbm_bytes
-    ttft = _step_times(steps.prefill, hw, {"batch": batches}, lambda p: (p["batch"], n_in),
-                       schedule, launch)
+    ttft = _prefill_times(steps, hw, batches, n_in, chunk, schedule, launch)
     if n_out > 1:
         ctx = (np.arange(1, n_out) + n_in) if kv == "growing" else np.array([n_in + n_out])
         dec = _step_times(steps.decode, hw, {"batch": batches, "context": ctx},
@@ -282,7 +340,8 @@ def _size(text: str) -> int:
 def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: list[int],
           outputs: list[int], schedules: list[str], launches: list[str], *,
           prefill_source: str | None = None, sets: dict[str, int | str] | None = None,
-          variants: list[dict[str, int | str]] | None = None, kv: str = "growing") -> ServeTable:
+          variants: list[dict[str, int | str]] | None = None, kv: str = "growing",
+          chunk: int | None = None) -> ServeTable:
     """`serve` over every variant (a dict of --set values: {"kv_dtype": "fp8_e4m3"}) x schedule
     x launch mode too: one table of all the configurations."""
     from rooflab.sweep_table import concat
@@ -292,7 +351,7 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
         label = ",".join(f"{k}={v}" for k, v in variant.items())
         for s in schedules:
             for mode in launches:
-                t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv)
+                t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv, chunk=chunk)
                 t.columns["variant"][:] = label
                 tables.append(t)
     out = concat(tables)

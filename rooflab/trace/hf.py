@@ -14,6 +14,8 @@ call is a warm step, the one a timing loop measures.
 
 from __future__ import annotations
 
+import contextlib
+
 import inspect
 
 from rooflab.errors import RooflabError
@@ -22,7 +24,7 @@ from rooflab.trace import zoo
 from rooflab.trace.module import graph_of, tensor_names
 from rooflab.trace.record import TraceError, record
 
-PHASES = ("decode", "prefill")
+PHASES = ("decode", "prefill", "extend")
 DEFAULTS = {"batch": 1, "seq": 512, "context": 1024, "logit_tokens": 1}
 
 
@@ -38,12 +40,37 @@ def step_inputs(config, phase: str, batch: int, seq: int, context: int, device: 
             cache = StaticCache(config=config, max_cache_len=context)
             ids = torch.zeros(batch, 1, dtype=torch.long)
             pos = torch.tensor([context - 1])
-        else:
+        elif phase == "prefill":
             cache = StaticCache(config=config, max_cache_len=seq)
             ids = torch.zeros(batch, seq, dtype=torch.long)
             pos = torch.arange(seq)
+        else:               # extend: seq new tokens after context - seq cached (a prefill chunk)
+            if seq > context:
+                raise RooflabError(f"--phase extend: seq {seq} new tokens do not fit in a "
+                                   f"cache of context {context}")
+            cache = StaticCache(config=config, max_cache_len=context)
+            ids = torch.zeros(batch, seq, dtype=torch.long)
+            pos = torch.arange(context - seq, context)
     kwargs = dict(input_ids=ids, past_key_values=cache, cache_position=pos, use_cache=True)
     return kwargs, {id(ids): "input_ids", id(pos): "cache_position"}
+
+
+@contextlib.contextmanager
+def _extend_mask(phase: str):
+    """Within an extend step, transformers' test "can SDPA's is_causal replace the mask?" asks
+    whether the first cache position is 0, which a meta tensor cannot answer. On a GPU the
+    answer for an extend step (several new tokens after a non-empty cache, so the queries do not
+    start at key 0) is always no: the mask is built. Give that answer while tracing."""
+    if phase != "extend":
+        yield
+        return
+    from transformers import masking_utils
+    saved = masking_utils._ignore_causal_mask_sdpa
+    masking_utils._ignore_causal_mask_sdpa = lambda *args, **kwargs: False
+    try:
+        yield
+    finally:
+        masking_utils._ignore_causal_mask_sdpa = saved
 
 
 def _cache_names(cache) -> dict[int, str]:
@@ -61,7 +88,9 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
     """The rooflab Graph of one step of a Hugging Face model. `source`: a bundled model name
     (`rooflab models`) or a path to a config.json. `batch` sequences; decode: one token against
     `context` cached tokens; prefill: `seq` tokens, the lm_head computing logits for the last
-    `logit_tokens` of them (0, or seq and more: all). No GPU, weights or network needed."""
+    `logit_tokens` of them (0, or seq and more: all); extend: `seq` new tokens whose cache
+    then holds `context` (a chunk of a chunked prefill; logits as prefill's). No GPU, weights
+    or network needed."""
     import torch
     for key, v in (("batch", batch), ("seq", seq), ("context", context)):
         if not isinstance(v, int) or v < 1:
@@ -73,7 +102,7 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
     model = zoo.meta_model(config, dtype, source=path)
     kwargs, names = step_inputs(model.config, phase, batch, seq, context, "meta")
     # a decode step is one token: its logits are all there is to keep
-    keep = phase == "prefill" and 0 < logit_tokens < seq
+    keep = phase != "decode" and 0 < logit_tokens < seq
     if keep:
         if "logits_to_keep" not in inspect.signature(model.forward).parameters:
             raise RooflabError(f"{path}: {type(model).__name__}.forward takes no logits_to_keep, "
@@ -89,15 +118,17 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
     names.update(tensor_names(model))
     names.update(_cache_names(kwargs["past_key_values"]))
     try:
-        trace = record(lambda: model(**kwargs), names,
-                       {id(m): n for n, m in model.named_modules()})
+        with _extend_mask(phase):
+            trace = record(lambda: model(**kwargs), names,
+                           {id(m): n for n, m in model.named_modules()})
     except TraceError as e:
         raise RooflabError(f"{path}: {e}") from None
     import transformers
     params = {"batch": batch, **({"context": context} if phase == "decode" else
-                                 {"seq": seq, "logit_tokens": logit_tokens if keep else seq})}
+                                 {"seq": seq, "logit_tokens": logit_tokens if keep else seq}),
+              **({"context": context} if phase == "extend" else {})}
     shown = ", ".join(f"{k} {v}" for k, v in params.items() if k != "logit_tokens")
-    if phase == "prefill":
+    if phase != "decode":
         shown += (f", logits of the last {logit_tokens} position{'s' * (logit_tokens > 1)}"
                   if keep else ", logits of every position")
     description = (f"traced from hf:{source} ({phase}: {shown}) with torch {torch.__version__}, "

@@ -53,8 +53,8 @@ class Fit:
         return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
-def _fit(v00: int, v10: int, v01: int, v11: int) -> Fit:
-    (x0, y0), (x1, _), (_, y1), _ = FIT_POINTS
+def _fit(v00: int, v10: int, v01: int, v11: int, points=FIT_POINTS) -> Fit:
+    (x0, y0), (x1, _), (_, y1), _ = points
     dx, dy = x1 - x0, y1 - y0
     d = (v11 - v10 - v01 + v00) / (dx * dy)
     b = (v10 - v00) / dx - d * y0
@@ -107,17 +107,21 @@ def _cublas_launches(g: Graph, op: Op) -> int:
     return gemm_launches(m, n, k)
 
 
-def fit_step(trace: Callable[[int, int], Graph], axes: tuple[str, str], where: str) -> ParametricStep:
-    """The ParametricStep of `trace(x, y)` (a function tracing the step at sizes x, y)."""
-    graphs = [trace(x, y) for x, y in FIT_POINTS]
-    check = trace(*CHECK_POINT)
+def fit_step(trace: Callable[[int, int], Graph], axes: tuple[str, str], where: str,
+             y_from: int = 0) -> ParametricStep:
+    """The ParametricStep of `trace(x, y)` (a function tracing the step at sizes x, y), probed
+    at y_from + the probe points' y (an extend step's cache is longer than its new tokens)."""
+    points = tuple((x, y + y_from) for x, y in FIT_POINTS)
+    check_point = (CHECK_POINT[0], CHECK_POINT[1] + y_from)
+    graphs = [trace(x, y) for x, y in points]
+    check = trace(*check_point)
     base = graphs[0]
     for g in graphs[1:] + [check]:
         _same_structure(base, g, where)
 
     def fit(values: list, what: str):
-        f = _fit(*values[:4])
-        if f.at(*CHECK_POINT) != values[4]:
+        f = _fit(*values[:4], points=points)
+        if f.at(*check_point) != values[4]:
             raise RooflabError(f"{where}: {what} is not linear in {axes[0]} and {axes[1]} "
                                f"(traced {values}): this step cannot be priced over a range")
         return f
@@ -159,7 +163,8 @@ def fit_step(trace: Callable[[int, int], Graph], axes: tuple[str, str], where: s
     return ParametricStep(axes, base, shapes, tuple(attrs), tuple(gemm))
 
 
-_HF_AXES = {"decode": ("batch", "context"), "prefill": ("batch", "seq")}
+_HF_AXES = {"decode": ("batch", "context"), "prefill": ("batch", "seq"),
+            "extend": ("batch", "context")}
 
 
 @functools.lru_cache(maxsize=8)
@@ -174,4 +179,5 @@ def hf_step(name: str, phase: str, sets: tuple = ()) -> ParametricStep:
 
     def trace(x: int, y: int) -> Graph:
         return load(f"hf:{name}", {**fixed, axes[0]: x, axes[1]: y}, phase)
-    return fit_step(trace, axes, f"hf:{name}")
+    return fit_step(trace, axes, f"hf:{name}",
+                    y_from=fixed.get("seq", 512) if phase == "extend" else 0)
