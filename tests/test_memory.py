@@ -107,22 +107,24 @@ def test_llama3_8b_decode_yaml_by_hand():
     path = "workloads/llama3_8b_decode.yaml"
     sets = {"batch": 2, "context": 64}
     g, roles = _load(path, sets)
-    assert sorted(probe_graphs(g, lambda s: g, sets)) == ["batch", "context"]  # no `seq`
+    # the decode step takes `seq` new tokens (1 by default), so seq is probed too
+    assert sorted(probe_graphs(g, lambda s: g, sets)) == ["batch", "context", "seq"]
     m = step_memory(g, roles)
     # per layer: wq, wo 4096*4096 = 16,777,216 each; wk, wv 4096*1024 = 4,194,304 each;
     # w_gate, w_up, w_down 4096*14336 = 58,720,256 each; two norms 4096:
     #   33,554,432 + 8,388,608 + 176,160,768 + 8,192 = 218,112,000 elements; x 32 layers
     #   = 6,979,584,000; embed and lm_head 128256*4096 = 525,336,576 each; final norm 4096
     #   -> 8,030,261,248 elements x 2 B = 16,060,522,496
-    # plus cos and sin [1, 128] bf16 (one position's rotary rows: no probed size changes
-    # them, so they are resident like a weight): 2 * 256 = 512
-    assert m.weights_bytes == 16_060_522_496 + 512
+    assert m.weights_bytes == 16_060_522_496
     # k_cache, v_cache [2, 8, 64, 128] bf16 = 262,144 B each, x 2 x 32 layers
     assert m.kv_cache_bytes == 16_777_216
     assert kv_bytes_per_token(g, roles, 2, 64) == 131_072      # 32 * 2 * 8 * 128 * 2
-    assert m.input_bytes == 16                                  # ids [2, 1] int64
+    # ids [2, 1] int64 = 16, and cos, sin [seq = 1, 128] bf16 = 256 each (the rotary rows of
+    # the new tokens' positions: they change with seq)
+    assert m.input_bytes == 16 + 512
     made = {t for op in g.ops for t in op.outputs}
-    assert sorted(t for t in g.tensors if t not in made and roles[t] is IN) == ["ids"]
+    assert sorted(t for t in g.tensors if t not in made and roles[t] is IN) == ["cos", "ids",
+                                                                                 "sin"]
 
 
 # bundled models at batch 2, context 64. Counted from each config.json (elements):
