@@ -119,14 +119,23 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
           inputs: list[int], outputs: list[int], schedule: str = "fused",
           launch: str = "graph", *, prefill_source: str | None = None,
           sets: dict[str, int] | None = None, kv: str = "growing",
-          chunk: int | None = None) -> ServeTable:
+          chunk: int | None = None, tp: int = 1) -> ServeTable:
     """The ServeTable of every GPU x input x output x batch (in that nesting order). `chunk`:
     prefill the prompts `chunk` tokens at a time, each chunk attending over the cache so far
-    (chunked prefill), instead of in one step."""
+    (chunked prefill), instead of in one step. `tp`: each step runs on `tp` GPUs with
+    tensor parallelism (hf: models are sharded and get their collectives; a workload must
+    declare `tp` and be written per GPU); memory is per GPU, tokens/s per GPU."""
     _check_sizes(batches, inputs, outputs)
+    if int(tp) != tp or tp < 1:
+        raise RooflabError(f"--tp: a positive number of GPUs, got {tp}")
     if kv not in KV_MODES:
         raise RooflabError(f"--kv must be one of {', '.join(KV_MODES)}, got '{kv}'")
-    steps = source if isinstance(source, Steps) else steps_of(source, prefill_source, sets)
+    if not isinstance(source, Steps):
+        if tp > 1:
+            sets = {**(sets or {}), "tp": tp}
+        steps = steps_of(source, prefill_source, sets)
+    else:
+        steps = source
     if chunk is not None:
         if int(chunk) != chunk or chunk < 1:
             raise RooflabError(f"--chunk: a positive number of tokens, got {chunk}")
@@ -139,7 +148,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
         for n_in in inputs:
             for n_out in outputs:
                 parts.append(_one(steps, hw, np.asarray(batches), n_in, n_out, schedule,
-                                  launch, kv, chunk))
+                                  launch, kv, chunk, tp))
                 largest.append(dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out,
                                     batch=largest_batch(steps, hw, schedule, n_in, n_out,
                                                         chunk)))
@@ -147,7 +156,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
     meta = dict(model=steps.name, schedule=schedule, launch=launch, kv=kv,
                 method="every decode step priced at its own context" if kv == "growing"
                 else "every decode step priced at input + output (a static cache)",
-                chunk=chunk,
+                chunk=chunk, tp=tp,
                 largest_batch=largest)
     return ServeTable(cols, meta)
 
@@ -168,7 +177,18 @@ def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in
     """Memory columns (bytes, per batch) of serving input + output tokens under `schedule` (a
     tensor a fused kernel keeps on chip takes no memory). With `chunk`, the prefill's
     activations are those of its last full chunk."""
-    b = grid.values(batches)
+    part = grid.grid({"batch": batches})
+    answers = grid.evaluate(part, lambda p: _memory_at(steps, hw, schedule, p["batch"], n_in,
+                                                       n_out, chunk))
+    return {k: grid.gather(answers, len(batches), lambda a, k=k: a[k]) for k in _MEMORY}
+
+
+_MEMORY = ("weights_bytes", "kv_cache_bytes", "activation_bytes", "workspace_bytes")
+
+
+def _memory_at(steps: Steps, hw: Hardware, schedule: str, b, n_in: int, n_out: int,
+               chunk: int | None) -> dict:
+    """`_memory`'s columns at batch `b` (an int or grid Values)."""
 
     kv_names: set[str] = set()
 
@@ -197,10 +217,9 @@ def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in
         pre = one(steps.prefill, (b, n_in), {"batch": (b + 1, n_in), "seq": (b, n_in + 1)},
                   False)
         pre_act = pre.activation_peak_bytes + pre.input_bytes
-    full = lambda v: np.broadcast_to(np.asarray(v, dtype=float), batches.shape).copy()
     act = np.maximum(pre_act, dec.activation_peak_bytes + dec.input_bytes)
-    return dict(weights_bytes=full(dec.weights_bytes), kv_cache_bytes=full(dec.kv_cache_bytes),
-                activation_bytes=full(act), workspace_bytes=full(dec.workspace_bytes))
+    return dict(weights_bytes=dec.weights_bytes, kv_cache_bytes=dec.kv_cache_bytes,
+                activation_bytes=act, workspace_bytes=dec.workspace_bytes)
 
 
 # Largest batch `largest_batch` looks for: beyond it the answer is given as this bound.
@@ -249,7 +268,8 @@ def _prefill_times(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int,
 
 
 def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
-         schedule: str, launch: str, kv: str, chunk: int | None) -> dict[str, np.ndarray]:
+         schedule: str, launch: str, kv: str, chunk: int | None,
+         tp: int = 1) -> dict[str, np.ndarray]:
     n = len(batches)
     mem = _memory(steps, hw, schedule, batches, n_in, n_out, chunk)
     total = sum(mem.values())
@@ -270,10 +290,10 @@ def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
     return dict(
         gpu=np.array([hw.name] * n, dtype=object), schedule=np.array([schedule] * n, dtype=object),
         launch=np.array([launch] * n, dtype=object), variant=np.array([""] * n, dtype=object),
-        batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
+        gpus=np.full(n, float(tp)), batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
         output_tokens=np.full(n, float(n_out)), fits=fits, **mem, memory_bytes=total,
         hbm_bytes=np.full(n, float(hw.hbm_bytes)), ttft_s=priced(ttft), tpot_s=priced(tpot),
-        latency_s=priced(latency), tokens_per_s=priced(batches * n_out / latency),
+        latency_s=priced(latency), tokens_per_s=priced(batches * n_out / latency / tp),
         tokens_per_s_per_request=priced(n_out / latency), why=why)
 
 
@@ -341,17 +361,19 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
           outputs: list[int], schedules: list[str], launches: list[str], *,
           prefill_source: str | None = None, sets: dict[str, int | str] | None = None,
           variants: list[dict[str, int | str]] | None = None, kv: str = "growing",
-          chunk: int | None = None) -> ServeTable:
+          chunk: int | None = None, tp: int = 1) -> ServeTable:
     """`serve` over every variant (a dict of --set values: {"kv_dtype": "fp8_e4m3"}) x schedule
     x launch mode too: one table of all the configurations."""
     from rooflab.sweep_table import concat
     tables = []
     for variant in variants or [{}]:
-        steps = steps_of(source, prefill_source, {**(sets or {}), **variant})
+        steps = steps_of(source, prefill_source,
+                         {**(sets or {}), **variant, **({"tp": tp} if tp > 1 else {})})
         label = ",".join(f"{k}={v}" for k, v in variant.items())
         for s in schedules:
             for mode in launches:
-                t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv, chunk=chunk)
+                t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv, chunk=chunk,
+                          tp=tp)
                 t.columns["variant"][:] = label
                 tables.append(t)
     out = concat(tables)

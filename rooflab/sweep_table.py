@@ -25,12 +25,13 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "schedule": ("", "fusion schedule of both phases (unfused, fused, ...)"),
     "launch": ("", "launch mode of both phases (eager, graph)"),
     "variant": ("", "the --set values of this configuration beyond sizes (e.g. dtype=fp8)"),
+    "gpus": ("GPUs", "GPUs serving the batch together (tensor parallel degree)"),
     "batch": ("sequences", "requests served together"),
     "input_tokens": ("tokens", "prompt length of every request"),
     "output_tokens": ("tokens", "tokens generated per request (the first by the prefill)"),
-    "fits": ("", "weights, KV cache, activations and workspace fit in the GPU's HBM"),
-    "weights_bytes": ("B", "model weights held on the GPU"),
-    "kv_cache_bytes": ("B", "KV cache at input + output tokens for the whole batch"),
+    "fits": ("", "weights, KV cache, activations and workspace fit in each GPU's HBM"),
+    "weights_bytes": ("B", "model weights held on each GPU"),
+    "kv_cache_bytes": ("B", "each GPU's KV cache at input + output tokens for the whole batch"),
     "activation_bytes": ("B", "largest live activations of a prefill or decode step"),
     "workspace_bytes": ("B", "CUDA context, library workspaces and allocator reserve"),
     "memory_bytes": ("B", "sum of the four above"),
@@ -38,7 +39,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "ttft_s": ("s", "time to first token: the prefill of the batch's prompts"),
     "tpot_s": ("s", "time per output token: mean decode step over the output"),
     "latency_s": ("s", "request latency: ttft + (output - 1) * tpot"),
-    "tokens_per_s": ("tokens/s", "output tokens per second of the GPU (batch * output / latency)"),
+    "tokens_per_s": ("tokens/s", "output tokens per second per GPU (batch * output / latency / gpus)"),
     "tokens_per_s_per_request": ("tokens/s", "output tokens per second one request sees"),
     "why": ("", "why a configuration does not fit (empty when it does)"),
 }
@@ -71,7 +72,8 @@ class ServeTable:
             for c in COLUMNS:
                 v = self.columns[c][i]
                 row[c] = (str(v) if c in _TEXT else bool(v) if c in _BOOL
-                          else int(v) if c.endswith("_bytes") or c in ("batch", "input_tokens",
+                          else int(v) if c.endswith("_bytes") or c in ("gpus", "batch",
+                                                                       "input_tokens",
                                                                        "output_tokens")
                           else float(v))
             out.append(row)

@@ -23,7 +23,9 @@ def render(table: ServeTable, title: str = "") -> str:
     per request) and memory against HBM; a configuration that does not fit says why."""
     several = {c: len(set(table.columns[c])) > 1 for c in ("gpu", "schedule", "launch", "variant")}
     cols = [c for c in ("gpu", "schedule", "launch", "variant") if several[c]]
-    head = cols + ["batch", "input", "output", "TTFT", "TPOT", "latency", "tok/s",
+    if any(table.columns["gpus"] > 1):
+        cols.append("gpus")
+    head = cols + ["batch", "input", "output", "TTFT", "TPOT", "latency", "tok/s/GPU",
                    "tok/s/req", "memory", ""]
     body = []
     for r in table.rows():

@@ -66,11 +66,15 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
         if inputs:
             raise RooflabError("--input is for py: sources; an hf: model's inputs come from "
                                "--phase and --set batch/seq/context/logit_tokens")
-        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens"}
+        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp"}
         if unknown:
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
-                               "context and logit_tokens")
-        return _traced_hf(source[3:], phase, tuple(sorted(sets.items())))
+                               "context, logit_tokens and tp")
+        graph = _traced_hf(source[3:], phase, tuple(sorted(sets.items())))
+        if sets.get("tp", 1) > 1:
+            from rooflab.trace.tensor_parallel import tensor_parallel
+            graph = tensor_parallel(graph, sets["tp"])
+        return graph
     target = source[3:]
     file, sep, factory = target.rpartition(":")
     if not sep or not file or not factory.isidentifier():

@@ -234,3 +234,45 @@ def model_info(name_or_path: str) -> ModelInfo:
 def list_models() -> list[ModelInfo]:
     """ModelInfo of every bundled model, by name."""
     return [model_info(n) for n in bundled_names()]
+
+
+def shard_config(config: dict, tp: int, file: str = "") -> dict:
+    """The config of what one of `tp` GPUs holds under Megatron-style tensor parallelism:
+    attention heads, KV heads (replicated when there are fewer than `tp`: each GPU keeps one),
+    the MLP's (and every expert's) intermediate size, and the vocabulary (a vocab-parallel
+    embedding and lm_head) divided by `tp`; hidden size and layers unchanged. `head_dim` is
+    written out so that it stays hidden / heads of the whole model. RooflabError in one line
+    when a degree does not divide the model."""
+    if not isinstance(tp, int) or tp < 1:
+        raise RooflabError(f"--tp: a positive number of GPUs, got {tp}", file=file or None)
+    if tp == 1:
+        return config
+    if config.get("kv_lora_rank"):
+        raise RooflabError(f"--tp {tp}: tensor parallelism of MLA attention (kv_lora_rank) is "
+                           "not modelled yet", file=file or None)
+    out = dict(config)
+    heads = config["num_attention_heads"]
+    kv = config.get("num_key_value_heads") or heads
+    out.setdefault("head_dim", config["hidden_size"] // heads)
+
+    def divide(key: str, what: str) -> None:
+        n = config.get(key)
+        if n is None:
+            return
+        if n % tp:
+            raise RooflabError(f"--tp {tp}: {n} {what} do not divide by {tp}", file=file or None)
+        out[key] = n // tp
+    divide("num_attention_heads", "attention heads")
+    if kv % tp == 0:
+        out["num_key_value_heads"] = kv // tp
+    elif tp % kv == 0:
+        out["num_key_value_heads"] = 1          # each KV head replicated on tp / kv GPUs
+    else:
+        raise RooflabError(f"--tp {tp}: {kv} KV heads neither divide by {tp} nor divide it",
+                           file=file or None)
+    divide("intermediate_size", "MLP columns (intermediate_size)")
+    divide("moe_intermediate_size", "expert MLP columns (moe_intermediate_size)")
+    divide("vocab_size", "vocabulary entries (vocab_size)")
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        out.pop(key, None)          # ids of the whole vocabulary, outside one GPU's part
+    return out

@@ -1,0 +1,82 @@
+"""The collectives of Megatron-style tensor parallelism, added to a traced step of one GPU.
+
+A model traced from a config sharded `tp` ways (zoo.shard_config: heads, KV heads, MLP columns
+and vocabulary divided) is what one GPU computes, but without the communication that makes the
+pieces whole again. That communication sits at module boundaries, found here by the module
+paths transformers gives decoder layers:
+  * each attention block (`layers.N.self_attn`) and each MLP or MoE block (`layers.N.mlp`,
+    `block_sparse_moe`, `feed_forward`) ends in a row-parallel linear whose partial sums are
+    all-reduced before the residual add: one `all_reduce` of every tensor leaving the block;
+  * the vocab-parallel embedding (`embed_tokens`) all-reduces its rows (each GPU looked up the
+    ids in its part of the vocabulary);
+  * the column-parallel `lm_head` all-gathers the logits along the vocabulary.
+How long a collective takes is the cost model's (the collective op kinds).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from rooflab.errors import RooflabError
+from rooflab.graph import Graph, Op, Tensor
+
+_BLOCKS = re.compile(r"^(.*\blayers\.\d+\.(?:self_attn|mlp|block_sparse_moe|feed_forward))\.")
+_EMBED = re.compile(r"^(.*\bembed_tokens)\.")
+_LM_HEAD = re.compile(r"^(lm_head)\.")
+
+
+def _module(name: str) -> tuple[str, str] | None:
+    """(module path, collective kind) of the block an op belongs to, or None."""
+    for pattern, kind in ((_BLOCKS, "all_reduce"), (_EMBED, "all_reduce"),
+                          (_LM_HEAD, "all_gather")):
+        m = pattern.match(name)
+        if m:
+            return m.group(1), kind
+    return None
+
+
+def tensor_parallel(graph: Graph, tp: int) -> Graph:
+    """`graph` (one GPU's shard of a traced step) with the collectives of `tp`-way tensor
+    parallelism inserted after the blocks that need them; the same graph when tp is 1.
+    RooflabError when no decoder block is found (a model whose modules are named otherwise)."""
+    if tp == 1:
+        return graph
+    block_of = [_module(op.name) for op in graph.ops]
+    if not any(b and b[1] == "all_reduce" and "layers." in b[0] for b in block_of):
+        raise RooflabError(f"{graph.name}: no decoder blocks (layers.N.self_attn / mlp) found, "
+                           "so the collectives of tensor parallelism cannot be placed")
+    producer = {t: i for i, op in enumerate(graph.ops) for t in op.outputs}
+    leaving: dict[str, tuple[str, str]] = {}     # tensor -> (module, collective kind)
+    for j, op in enumerate(graph.ops):
+        for t in op.inputs:
+            i = producer.get(t)
+            if i is not None and block_of[i] and block_of[i][0] != (block_of[j] or ("",))[0]:
+                leaving[t] = block_of[i]
+    for t in graph.outputs:
+        i = producer.get(t)
+        if i is not None and block_of[i] and block_of[i][1] == "all_gather":
+            leaving[t] = block_of[i]
+    tensors = dict(graph.tensors)
+    renamed: dict[str, str] = {}
+    ops: list[Op] = []
+    for i, op in enumerate(graph.ops):
+        inside = block_of[i][0] if block_of[i] else None
+        # a reader outside the block that made a tensor reads the collective's result
+        ins = tuple(renamed[t] if t in renamed and block_of[producer[t]][0] != inside else t
+                    for t in op.inputs)
+        ops.append(replace(op, inputs=ins) if ins != op.inputs else op)
+        for t in op.outputs:
+            if t not in leaving:
+                continue
+            module, kind = leaving[t]
+            x = tensors[t]
+            shape = x.shape if kind == "all_reduce" else x.shape[:-1] + (x.shape[-1] * tp,)
+            new = f"{t}.{kind}"
+            tensors[new] = Tensor(new, shape, x.dtype)
+            renamed[t] = new
+            attrs = {"world_size": tp, **({"axis": len(shape) - 1} if kind == "all_gather" else {})}
+            ops.append(Op(f"{module}.{kind}", kind, (t,), (new,), attrs, block=op.block))
+    outputs = frozenset(renamed.get(t, t) for t in graph.outputs)
+    return replace(graph, tensors=tensors, ops=tuple(ops), outputs=outputs,
+                   description=graph.description + f"; {tp}-way tensor parallel, per GPU")
