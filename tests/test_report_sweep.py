@@ -42,7 +42,8 @@ def toy_row(gpu: str, batch: int, inp: int) -> dict:
     """One configuration of a made-up model on a made-up cost:
     memory = weights 70 GB + KV batch × (input + 128) × 200 kB + activations batch × 1 MB
              + workspace 2 GB;
-    TPOT   = 10 ms + 0.1 ms × batch on the H100, 8 ms + 0.08 ms × batch on the H200;
+    TPOT   = 10 ms + 0.1 ms × batch × (input + 128) / 640 on the H100, 8 ms + 0.08 ms × ... on
+             the H200 (the KV cache read grows with batch and context);
     TTFT   = 1 ms × batch × input / 512;  latency = TTFT + 127 × TPOT;
     tokens/s = batch × 128 / latency, per request 128 / latency. NaN times where it does not fit."""
     kv = batch * (inp + OUTPUT) * KV_PER_TOKEN
@@ -50,7 +51,7 @@ def toy_row(gpu: str, batch: int, inp: int) -> dict:
     mem = WEIGHTS + kv + act + 2e9
     fits = mem <= HBM[gpu]
     a, b = (0.010, 1e-4) if gpu == "h100-sxm" else (0.008, 8e-5)
-    tpot = a + b * batch
+    tpot = a + b * batch * (inp + OUTPUT) / 640
     ttft = 1e-3 * batch * inp / 512
     lat = ttft + (OUTPUT - 1) * tpot
     nan = float("nan")
@@ -97,7 +98,8 @@ def test_the_page_has_the_four_figures_with_their_titles_and_axes():
     # batch 1..128 spans two decades: log, ticked at the three swept batches
     assert tpot["layout"]["xaxis"]["type"] == "log"
     assert tpot["layout"]["xaxis"]["tickvals"] == [1, 32, 128]
-    # TPOT 10.1 ms .. 18.24 ms spans under a decade: linear from 0, in seconds with SI ticks
+    # TPOT 8.08 ms (H200 b1/512) .. 42.8 ms (H200 b128/2048) spans under a decade: linear
+    # from 0, in seconds with SI ticks
     assert tpot["layout"]["yaxis"]["type"] == "linear"
     assert tpot["layout"]["yaxis"]["ticksuffix"] == "s"
     # TTFT 1 ms (b1 in512) .. 512 ms (b128 in2048 on the H200): log
@@ -108,31 +110,46 @@ def test_the_page_has_the_four_figures_with_their_titles_and_axes():
 
 def test_lines_stop_where_a_configuration_does_not_fit_and_nan_is_never_zero():
     fig = spec(batch_figure(toy_table(), "tpot_s", "t", "TPOT"))
-    lines = {t["name"]: t for t in fig["data"] if t["mode"] == "lines+markers"}
-    h100 = [t for t in fig["data"] if t.get("legendgroup") == "gpu0"]
+    # the series differ in input length: a panel per GPU (x/y the H100, x2/y2 the H200)
+    assert [a["text"] for a in fig["layout"]["annotations"]] == ["h100-sxm", "h200"]
+    lines = [t for t in fig["data"] if t["mode"] == "lines+markers"]
+    h100 = [t for t in lines if t["xaxis"] == "x"]
+    h200 = [t for t in lines if t["xaxis"] == "x2"]
     assert [t["name"] for t in h100] == ["in 512", "in 2048"]      # the label is what varies
-    assert h100[0]["legendgrouptitle"]["text"] == "h100-sxm"
+    # one legend entry per input length, shared by the panels, one colour per input length
+    assert [t.get("showlegend", True) for t in h100 + h200] == [True, True, False, False]
+    assert h100[0]["line"]["color"] == h200[0]["line"]["color"] != h100[1]["line"]["color"]
     # H100, input 512: b1 10 + 0.1 = 10.1 ms, b32 10 + 3.2 = 13.2 ms, b128 does not fit
     assert h100[0]["x"] == [1, 32, 128] and h100[0]["y"] == [0.0101, 0.0132, None]
-    # H100, input 2048: only b1 fits
-    assert h100[1]["y"] == [0.0101, None, None]
+    # H100, input 2048: only b1 fits, 10 ms + 0.1 ms × 2176 / 640 = 10.34 ms
+    assert h100[1]["y"] == [0.01034, None, None]
     # H200, every batch fits: 8 + 0.08 × 128 = 18.24 ms
-    h200 = [t for t in fig["data"] if t.get("legendgroup") == "gpu1"]
     assert h200[0]["y"] == [0.00808, 0.01056, 0.01824]
-    assert not any(v == 0 for t in lines.values() for v in t["y"])
-    # the three that do not fit are crosses on the hidden 0..1 axis, at batch 32 and 128
+    assert not any(v == 0 for t in lines for v in t["y"])
+    # the three that do not fit are crosses on a hidden 0..1 axis over the H100 panel
     nofit = [t for t in fig["data"] if t.get("legendgroup") == "nofit"]
-    assert len(nofit) == 1 and nofit[0]["yaxis"] == "y2" and nofit[0]["x"] == [32, 128]
-    assert fig["layout"]["yaxis2"]["visible"] is False
+    assert len(nofit) == 1 and nofit[0]["x"] == [32, 128]
+    over = "yaxis" + nofit[0]["yaxis"][1:]
+    assert fig["layout"][over]["overlaying"] == "y" and fig["layout"][over]["visible"] is False
     # batch 32: 85.96 GB; batch 128: 88.51 GB (in 512) and 127.84 GB (in 2048)
     assert "in 2048: needs 86 GB of 80 GB: KV cache 14 GB" in nofit[0]["hovertext"][0]
     assert "in 512: needs 89 GB of 80 GB: KV cache 16 GB" in nofit[0]["hovertext"][1]
     assert "in 2048: needs 128 GB of 80 GB: KV cache 56 GB" in nofit[0]["hovertext"][1]
 
 
+def test_one_series_per_gpu_shares_one_panel_coloured_by_gpu():
+    table = make_table([toy_row(g, b, 512) for g in HBM for b in (1, 32, 128)])
+    fig = spec(batch_figure(table, "tpot_s", "t", "TPOT"))
+    lines = [t for t in fig["data"] if t["mode"] == "lines+markers"]
+    assert [(t["name"], t["xaxis"]) for t in lines] == [("h100-sxm", "x"), ("h200", "x")]
+    assert lines[0]["line"]["color"] != lines[1]["line"]["color"]
+    (nofit,) = [t for t in fig["data"] if t.get("legendgroup") == "nofit"]
+    assert nofit["name"] == "h100-sxm: does not fit (hover for why)" and nofit["x"] == [128]
+
+
 def test_ttft_plots_the_prefill_time():
     fig = spec(batch_figure(toy_table(), "ttft_s", "t", "TTFT"))
-    h200 = [t for t in fig["data"] if t.get("legendgroup") == "gpu1"]
+    h200 = [t for t in fig["data"] if t["mode"] == "lines+markers" and t["xaxis"] == "x2"]
     # 1 ms × batch × input / 512: in 512 -> 1, 32, 128 ms; in 2048 -> 4, 128, 512 ms
     assert h200[0]["y"] == [0.001, 0.032, 0.128] and h200[1]["y"] == [0.004, 0.128, 0.512]
 
@@ -144,7 +161,7 @@ def test_throughput_points_are_only_the_fitting_ones_and_the_front_is_per_gpu():
     assert None not in pts["gpu0"]["x"] + pts["gpu0"]["y"]
     front = {t["legendgroup"]: t for t in fig["data"] if t["name"] == "Pareto front"}
     # H100 latencies: b1/512 0.001 + 127 × 0.0101 = 1.2837 s, 128/1.2837 = 99.71 tokens/s;
-    # b1/2048 0.004 + 1.2827 = 1.2867 s, 99.48 tokens/s (slower and fewer: off the front);
+    # b1/2048 0.004 + 127 × 0.01034 = 1.3172 s, 97.18 tokens/s (slower and fewer: off the front);
     # b32/512 0.032 + 127 × 0.0132 = 1.7084 s, 4096/1.7084 = 2397.6 tokens/s
     assert front["gpu0"]["x"] == [1.284, 1.708]
     assert front["gpu0"]["y"] == [99.71, 2398.0]
@@ -167,7 +184,7 @@ def test_pareto_front_of_four_points_worked_by_hand():
 
 def test_memory_stacks_the_largest_series_with_the_hbm_line_and_the_largest_fit():
     fig = spec(memory_figure(toy_table()))
-    # the H100 panel (x/y), the series needing most is input 2048 (127.84 GB at b128)
+    # the H100 panel (x/y): the series needing most is input 2048 (127.84 GB at b128)
     stacked = [t for t in fig["data"] if t.get("stackgroup") == "m0"]
     assert [t["name"] for t in stacked] == ["weights", "KV cache", "activations", "workspace"]
     assert stacked[1]["y"] == [435200000, 13926400000, 55705600000]   # 200 kB × 2176 × b
@@ -180,7 +197,9 @@ def test_memory_stacks_the_largest_series_with_the_hbm_line_and_the_largest_fit(
     assert stars[0]["x"] == [32, 1] and stars[0]["y"] == [76128000000, 72436200000]
     assert stars[1]["x"] == [128, 128]
     notes = [a["text"] for a in fig["layout"]["annotations"]]
-    assert "fits up to batch 1 (in 2048)" in notes and "fits up to batch 128 (in 2048)" in notes
+    assert notes == ["h100-sxm · HBM 80 GB · stacked: in 2048",
+                     "h200 · HBM 141 GB · stacked: in 2048",
+                     "fits up to batch 1", "fits up to batch 128"]
     # one memory axis for all panels, up to the larger of the most memory (127.84 GB × 1.08 =
     # 138.1 GB, under 3× HBM) and the largest HBM with room above (141 GB × 1.15 = 162.15 GB)
     assert fig["layout"]["yaxis"]["range"] == fig["layout"]["yaxis2"]["range"] == [0, 162.15e9]
@@ -195,7 +214,8 @@ def test_best_configuration_per_gpu_and_where_each_stops_fitting():
             "<td><b>2,398</b></td><td>74.9</td><td>32 ms</td><td>13.2 ms</td><td>1.71 s</td>"
             "<td>76.1 GB of 80 GB</td>") in text
     # H200 best: b128/512: TPOT 18.24 ms, latency 0.128 + 127 × 0.01824 = 2.4445 s,
-    # 16384 / 2.4445 = 6702 tokens/s (b128/2048: 2.8285 s, 5793)
+    # 16384 / 2.4445 = 6702 tokens/s (b128/2048: TPOT 8 + 0.08 × 128 × 3.4 = 42.816 ms, latency
+    # 0.512 + 127 × 0.042816 = 5.9496 s, 2754 tokens/s)
     assert "<td><b>6,702</b></td>" in text and "<td>18.2 ms</td><td>2.44 s</td>" in text
     # where it stops: H100 in 512 fits to 32, fails at 128 (88.51 GB); in 2048 fits 1, fails 32
     assert ("<td><b>h100-sxm</b></td><td>in 512</td><td>32</td><td>128</td>"

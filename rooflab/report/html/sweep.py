@@ -4,10 +4,11 @@ the Pareto front, memory against batch with the HBM line, and where each configu
 fitting; plus the best configuration per GPU. It reads the table and prices nothing.
 
 A *series* is every row of one GPU that differs only in batch (same schedule, launch, variant,
-input and output length): one line in the batch plots. Colour is the GPU; dash and marker tell
-the series of one GPU apart (with one GPU, colour tells them apart). Configurations that do not
-fit have NaN times: they are never drawn as values but as crosses along the bottom of the batch
-plots (hover for why).
+input and output length): one line in the batch plots. When the series of a GPU differ only in
+the GPU, one panel holds them all, coloured by GPU; otherwise each GPU has a panel (all on the
+same axes), colour tells the input/output lengths apart and dash the schedule, launch and
+variant. Configurations that do not fit have NaN times: they are never drawn as values but as
+crosses along the bottom of the batch plots (hover for why).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from plotly.subplots import make_subplots
 from rooflab.errors import RooflabError
 from rooflab.report.html.kernels import esc
 from rooflab.report.html.page import check_target, render_page, write_page
-from rooflab.report.html.style import (SCHEDULE_COLORS, SCHEDULE_SYMBOLS, base_layout, log_axis,
-                                       plain_tick, si, time_tick, to_rgba)
+from rooflab.report.html.style import (OTHER_COLORS, SCHEDULE_COLORS, SCHEDULE_SYMBOLS,
+                                       base_layout, log_axis, plain_tick, si, time_tick,
+                                       to_rgba)
 from rooflab.report.html.summary import html_table
 from rooflab.sweep_table import ServeTable, pareto
 from rooflab.units import format_bytes, format_time
@@ -33,22 +35,38 @@ MEMORY_PARTS = (("weights_bytes", "weights", "#3b6fb6"), ("kv_cache_bytes", "KV 
                 ("activation_bytes", "activations", "#19a979"),
                 ("workspace_bytes", "workspace", "#a8adb4"))
 HBM_COLOR = "#c0392b"
+MAX_FRONT_LABELS = 12        # a front of more points is not labelled with its batches
+MAX_MARKED = 24               # a series of more points is drawn without markers
 MAX_STOP_ROWS = 40            # rows of the "where it stops fitting" table
 MEMORY_CLIP = 3.0             # the memory axis ends at this many times the largest HBM
 _KEY = ("schedule", "launch", "variant", "input_tokens", "output_tokens")
 
 
 class _Series:
-    """The rows of one GPU that differ only in batch, batch ascending."""
+    """The rows of one GPU that differ only in batch, batch ascending, and how it is drawn."""
 
-    def __init__(self, gpu: str, key: tuple, rows: np.ndarray, label: str, gi: int, j: int):
-        self.gpu, self.key, self.rows, self.label = gpu, key, rows, label
-        self.gi, self.j = gi, j          # index of its GPU; index among its GPU's series
+    def __init__(self, gpu: str, gi: int, key: tuple, k: int, rows: np.ndarray, label: str):
+        self.gpu, self.gi, self.key, self.k, self.rows, self.label = gpu, gi, key, k, rows, label
+        self.color, self.dash, self.symbol = "#1d2733", "solid", "circle"
 
     @property
     def name(self) -> str:
         """Escaped: the GPU and what sets this series apart ("h200 · in 2048")."""
         return esc(self.gpu) + (f" · {self.label}" if self.label else "")
+
+    @property
+    def group(self) -> str:
+        """Its legend group: one entry per key across the GPU panels (per GPU if no key)."""
+        return f"k{self.k}" if self.label else f"gpu{self.gi}"
+
+
+def _gpus(table: ServeTable) -> list[str]:
+    return list(dict.fromkeys(str(g) for g in table.columns["gpu"].tolist()))
+
+
+def _on(table: ServeTable, gpu: str) -> np.ndarray:
+    """Mask of the rows of `gpu` (compared as Python strings: numpy's == drops trailing NULs)."""
+    return np.array([str(v) == gpu for v in table.columns["gpu"].tolist()], dtype=bool)
 
 
 def _label_parts(table: ServeTable) -> list[str]:
@@ -70,42 +88,44 @@ def _key_label(table: ServeTable, i: int, parts: list[str]) -> str:
 
 
 def _series(table: ServeTable) -> list[_Series]:
-    """Series in the order GPUs and keys first appear, key columns sorted within a GPU."""
+    """Series by GPU (in the order GPUs first appear), then by key: schedule, launch and variant
+    in the order they first appear, input and output lengths ascending. With one key the colour
+    is the GPU's; with several the GPUs get a panel each, and the colour tells the lengths apart
+    and the dash the schedule, launch and variant, alike in every panel."""
     c = table.columns
     parts = _label_parts(table)
-    gpus = list(dict.fromkeys(c["gpu"].tolist()))
     first: dict[str, dict] = {k: {} for k in ("schedule", "launch", "variant")}
     for k in first:
         for v in c[k].tolist():
             first[k].setdefault(v, len(first[k]))
     groups: dict[tuple, list[int]] = {}
     for i in range(len(table)):
-        key = (str(c["gpu"][i]),) + tuple(c[k][i].item() if hasattr(c[k][i], "item")
-                                          else c[k][i] for k in _KEY)
-        groups.setdefault(key, []).append(i)
+        key = tuple(c[k][i].item() if hasattr(c[k][i], "item") else c[k][i] for k in _KEY)
+        groups.setdefault((str(c["gpu"][i]),) + key, []).append(i)
+    keys = sorted({g[1:] for g in groups}, key=lambda k: (first["schedule"][k[0]],
+                                                          first["launch"][k[1]],
+                                                          first["variant"][k[2]], k[3], k[4]))
+    sizes = sorted({k[3:] for k in keys})
+    kinds = list(dict.fromkeys(k[:3] for k in keys))
+    palette = SCHEDULE_COLORS + OTHER_COLORS
     out = []
-    for gi, gpu in enumerate(gpus):
-        keys = sorted((k for k in groups if k[0] == gpu),
-                      key=lambda k: (first["schedule"][k[1]], first["launch"][k[2]],
-                                     first["variant"][k[3]], k[4], k[5]))
-        for j, key in enumerate(keys):
-            rows = np.array(sorted(groups[key], key=lambda i: c["batch"][i]), dtype=int)
-            out.append(_Series(gpu, key, rows, _key_label(table, int(rows[0]), parts), gi, j))
+    for gi, gpu in enumerate(_gpus(table)):
+        for ki, key in enumerate(keys):
+            rows = groups.get((gpu,) + key)
+            if rows is None:
+                continue
+            rows = np.array(sorted(rows, key=lambda i: c["batch"][i]), dtype=int)
+            s = _Series(gpu, gi, key, ki, rows, _key_label(table, int(rows[0]), parts))
+            if len(keys) == 1:
+                s.color = palette[gi % len(palette)]
+            else:
+                ci, di = ((sizes.index(key[3:]), kinds.index(key[:3])) if len(sizes) > 1
+                          else (kinds.index(key[:3]), 0))
+                s.color = palette[ci % len(palette)]
+                s.dash = DASHES[di % len(DASHES)]
+                s.symbol = SCHEDULE_SYMBOLS[(ci // len(palette) + di) % len(SCHEDULE_SYMBOLS)]
+            out.append(s)
     return out
-
-
-def _style(s: _Series, n_gpus: int) -> tuple[str, str, str]:
-    """(colour, dash, marker symbol) of a series."""
-    if n_gpus == 1:
-        return (SCHEDULE_COLORS[s.j % len(SCHEDULE_COLORS)], "solid",
-                SCHEDULE_SYMBOLS[(s.j // len(SCHEDULE_COLORS)) % len(SCHEDULE_SYMBOLS)])
-    return (SCHEDULE_COLORS[s.gi % len(SCHEDULE_COLORS)], DASHES[s.j % len(DASHES)],
-            SCHEDULE_SYMBOLS[(s.j // len(DASHES)) % len(SCHEDULE_SYMBOLS)])
-
-
-def _on(table: ServeTable, gpu: str) -> np.ndarray:
-    """Mask of the rows of `gpu` (compared as Python strings: numpy's == drops trailing NULs)."""
-    return np.array([str(v) == gpu for v in table.columns["gpu"].tolist()], dtype=bool)
 
 
 def _num(v) -> float | None:
@@ -118,15 +138,12 @@ def _finite(values) -> list[float]:
     return [float(v) for v in values if math.isfinite(float(v)) and float(v) > 0]
 
 
-def _axis(title: str, values, fmt, suffix: str, log: bool | None = None,
-          pad: float = 1.5) -> dict:
+def _axis(title: str, values, fmt, suffix: str, pad: float = 1.5) -> dict:
     """A log axis (decade ticks) where the values span a decade or more, else a linear axis
     from zero; SI-prefixed ticks with `suffix` either way."""
     vals = _finite(values) or [1e-3, 1.0]
     lo, hi = min(vals), max(vals)
-    if log is None:
-        log = hi / lo >= 10
-    if log:
+    if hi / lo >= 10:
         return log_axis(title, lo / pad, hi * pad, fmt)
     return dict(type="linear", title=dict(text=title, standoff=8), range=[0, hi * 1.1],
                 tickformat="~s", ticksuffix=suffix, showline=True, linecolor="#5f6b7a",
@@ -134,7 +151,7 @@ def _axis(title: str, values, fmt, suffix: str, log: bool | None = None,
 
 
 def _batch_axis(table: ServeTable) -> dict:
-    batches = sorted(set(table.columns["batch"].tolist()))
+    batches = sorted(set(int(b) for b in table.columns["batch"].tolist()))
     ax = _axis("batch (requests served together)", batches, plain_tick, "", pad=1.3)
     if len(batches) <= 12:                      # few batches: tick exactly the swept ones
         ax.update(tickmode="array", tickvals=batches, ticktext=[str(b) for b in batches])
@@ -145,7 +162,8 @@ def _batch_axis(table: ServeTable) -> dict:
 
 def _legend() -> dict:
     return dict(x=1.01, xanchor="left", y=1.0, yanchor="top", bgcolor="rgba(255,255,255,0)",
-                groupclick="toggleitem", font=dict(size=12), tracegroupgap=10)
+                groupclick="togglegroup", traceorder="grouped", font=dict(size=12),
+                tracegroupgap=10)
 
 
 def _custom(table: ServeTable, rows: np.ndarray) -> list[list]:
@@ -163,65 +181,117 @@ _HOVER = ("TTFT %{customdata[0]:.3s}s · TPOT %{customdata[1]:.3s}s · latency "
           "%{customdata[6]:.3s}B")
 
 
-def _does_not_fit(table: ServeTable, series: list[_Series], n_gpus: int) -> list[go.Scatter]:
-    """Crosses along the bottom of a batch plot, one row per GPU, at every batch where some
-    series of that GPU does not fit; hover lists which and why. They live on the hidden axis
-    y2 (0 to 1), so they never read as a value."""
+class _Panels:
+    """A figure of one panel per GPU (`facet`) or one panel for all, three to a row, on one
+    pair of axes; which panel and axes each GPU draws on."""
+
+    def __init__(self, gpus: list[str], facet: bool, panel_px: int, titles=None):
+        self.gpus, self.facet = gpus, facet
+        self.n = len(gpus) if facet else 1
+        self.ncols = min(self.n, 3)
+        self.nrows = -(-self.n // self.ncols)
+        self.height = 110 + panel_px * self.nrows
+        self.fig = make_subplots(
+            rows=self.nrows, cols=self.ncols, shared_xaxes="all", shared_yaxes="all",
+            subplot_titles=(titles or [esc(g) for g in gpus]) if facet else None,
+            horizontal_spacing=0.035, vertical_spacing=min(0.2, 90 / self.height))
+
+    def cell(self, gi: int) -> dict:
+        p = gi if self.facet else 0
+        return dict(row=p // self.ncols + 1, col=p % self.ncols + 1)
+
+    def suffix(self, gi: int) -> str:
+        """"" for the first panel's axes (x, y), "2" for the second's (x2, y2), ..."""
+        p = gi if self.facet else 0
+        return "" if p == 0 else str(p + 1)
+
+    def axes(self, x: dict, y: dict) -> None:
+        """Every panel's axes as `x` and `y`; titles on the bottom row and the left column."""
+        x, y = dict(x), dict(y)
+        x_title, y_title = x.pop("title"), y.pop("title")
+        self.fig.update_xaxes(**x)
+        self.fig.update_yaxes(**y)
+        for col in range(1, self.ncols + 1):
+            self.fig.update_xaxes(title=x_title, row=self.nrows, col=col)
+        for row in range(1, self.nrows + 1):
+            self.fig.update_yaxes(title=y_title, row=row, col=1)
+
+    def layout(self, title: str, right: int) -> None:
+        self.fig.update_layout(**base_layout(
+            self.height, title, legend=_legend(), hovermode="closest",
+            margin=dict(l=80, r=right, t=95 if self.facet else 60, b=70)))
+        for ann in self.fig.layout.annotations:          # panel titles: smaller
+            ann.update(font=dict(size=13))
+
+
+def _does_not_fit(table: ServeTable, series: list[_Series], panels: _Panels) -> None:
+    """Crosses along the bottom of each panel at every batch where some series of its GPU does
+    not fit; hover lists which and why. They live on hidden 0-to-1 axes laid over the panels,
+    so they never read as a value. With one panel for all GPUs, a row of crosses per GPU."""
     c = table.columns
-    out = []
-    for gi, gpu in enumerate(dict.fromkeys(s.gpu for s in series)):
+    shown = False
+    for gi, gpu in enumerate(panels.gpus):
         at: dict[int, list[str]] = {}
         for s in series:
-            if s.gpu != gpu:
-                continue
-            for i in s.rows:
-                if not c["fits"][i]:
-                    at.setdefault(int(c["batch"][i]), []).append(
-                        f"{s.label or esc(gpu)}: {esc(c['why'][i]) or 'does not fit'}")
+            if s.gpu == gpu:
+                for i in s.rows:
+                    if not c["fits"][i]:
+                        at.setdefault(int(c["batch"][i]), []).append(
+                            f"{s.label or esc(gpu)}: {esc(c['why'][i]) or 'does not fit'}")
         if not at:
             continue
         xs = sorted(at)
-        texts = []
-        for b in xs:
-            lines = at[b][:6] + ([f"… {len(at[b]) - 6} more"] if len(at[b]) > 6 else [])
-            texts.append(f"<b>{esc(gpu)} · batch {b}: does not fit</b><br>" + "<br>".join(lines))
-        color = SCHEDULE_COLORS[gi % len(SCHEDULE_COLORS)] if n_gpus > 1 else "#5f6b7a"
-        out.append(go.Scatter(
-            x=xs, y=[0.03 + 0.045 * gi] * len(xs), yaxis="y2", mode="markers",
-            name=f"{esc(gpu)}: does not fit (hover for why)", legendgroup="nofit",
-            legendgrouptitle_text="no time: does not fit",
+        texts = [f"<b>{esc(gpu)} · batch {b}: does not fit</b><br>"
+                 + "<br>".join(at[b][:6] + ([f"… {len(at[b]) - 6} more"] if len(at[b]) > 6
+                                            else [])) for b in xs]
+        sx = panels.suffix(gi)
+        over = str(panels.n + (gi if panels.facet else 0) + 1)
+        panels.fig.update_layout({f"yaxis{over}": dict(
+            overlaying=f"y{sx}", anchor=f"x{sx}", range=[0, 1], visible=False,
+            fixedrange=True)})
+        color = "#5f6b7a" if panels.facet else SCHEDULE_COLORS[gi % len(SCHEDULE_COLORS)]
+        panels.fig.add_trace(go.Scatter(
+            x=xs, y=[0.03 + (0 if panels.facet else 0.045 * gi)] * len(xs), xaxis=f"x{sx}",
+            yaxis=f"y{over}", mode="markers",
+            name=("does not fit (hover for why)" if panels.facet
+                  else f"{esc(gpu)}: does not fit (hover for why)"),
+            legendgroup="nofit", showlegend=not (panels.facet and shown),
             marker=dict(symbol="x-thin", size=11, line=dict(color=color, width=2.2)),
             hovertext=texts, hovertemplate="%{hovertext}<extra></extra>"))
-    return out
+        shown = True
+
+
+def _line_mode(s: _Series) -> str:
+    """Markers on a line of a few points; a dense line is only a line (hover still finds it)."""
+    return "lines+markers" if len(s.rows) <= MAX_MARKED else "lines"
 
 
 def batch_figure(table: ServeTable, column: str, title: str, y_title: str) -> go.Figure:
     """`column` (a time in seconds) against batch: a line per series, gaps where a
-    configuration does not fit, crosses along the bottom for those configurations."""
+    configuration does not fit, crosses along the bottom for those configurations; one panel
+    per GPU when the series differ in more than the GPU, every panel on the same axes."""
     c = table.columns
     series = _series(table)
-    n_gpus = len({s.gpu for s in series})
-    fig = go.Figure()
+    panels = _Panels(_gpus(table), any(s.label for s in series), 420)
+    shown: set[str] = set()
     for s in series:
-        color, dash, symbol = _style(s, n_gpus)
-        fig.add_trace(go.Scatter(
+        panels.fig.add_trace(go.Scatter(
             x=[int(c["batch"][i]) for i in s.rows], y=[_num(c[column][i]) for i in s.rows],
-            mode="lines+markers", connectgaps=False, name=s.label or esc(s.gpu),
-            legendgroup=f"gpu{s.gi}", legendgrouptitle_text=esc(s.gpu) if s.label else None,
-            line=dict(color=color, dash=dash, width=2), marker=dict(symbol=symbol, size=8,
-                                                                    color=color),
+            mode=_line_mode(s), connectgaps=False, name=s.label or esc(s.gpu),
+            legendgroup=s.group, showlegend=s.group not in shown,
+            line=dict(color=s.color, dash=s.dash, width=2),
+            marker=dict(symbol=s.symbol, size=8, color=s.color),
             customdata=_custom(table, s.rows),
-            hovertemplate=f"<b>{s.name}</b><br>batch %{{x}}<br>{_HOVER}<extra></extra>"))
-    for t in _does_not_fit(table, series, n_gpus):
-        fig.add_trace(t)
+            hovertemplate=f"<b>{s.name}</b><br>batch %{{x}}<br>{_HOVER}<extra></extra>"),
+            **panels.cell(s.gi))
+        shown.add(s.group)
     y = _axis(y_title, c[column], time_tick, "s")
     if y["type"] == "log":        # room under the lowest point for the crosses
         y["range"][0] -= 0.35
-    fig.update_layout(**base_layout(
-        520, title, xaxis=_batch_axis(table), yaxis=y,
-        yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True),
-        legend=_legend(), hovermode="closest", margin=dict(l=80, r=260, t=60, b=70)))
-    return fig
+    panels.axes(_batch_axis(table), y)
+    _does_not_fit(table, series, panels)
+    panels.layout(title, 230)
+    return panels.fig
 
 
 def throughput_figure(table: ServeTable) -> go.Figure:
@@ -229,7 +299,7 @@ def throughput_figure(table: ServeTable) -> go.Figure:
     point; each GPU's Pareto front (no other configuration of that GPU has both lower latency
     and more tokens/s) as a line."""
     c = table.columns
-    gpus = list(dict.fromkeys(c["gpu"].tolist()))
+    gpus = _gpus(table)
     parts = _label_parts(table)
     fig = go.Figure()
     for gi, gpu in enumerate(gpus):
@@ -252,7 +322,9 @@ def throughput_figure(table: ServeTable) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[_num(c["latency_s"][i]) for i in front],
             y=[_num(c["tokens_per_s"][i]) for i in front],
-            mode="lines+markers", name="Pareto front", legendgroup=f"gpu{gi}",
+            mode="lines+markers+text" if len(front) <= MAX_FRONT_LABELS else "lines+markers",
+            text=[f"b{int(c['batch'][i])}" for i in front], textposition="top left",
+            textfont=dict(size=10, color=color), name="Pareto front", legendgroup=f"gpu{gi}",
             line=dict(color=color, width=2.4, shape="hv"),
             marker=dict(size=10, color=color, symbol="diamond", line=dict(color="white", width=1)),
             customdata=[[esc(gpu) + (f" · {_key_label(table, int(i), parts)}" if parts else ""),
@@ -284,58 +356,59 @@ def _largest_fit(table: ServeTable, s: _Series) -> int | None:
 
 
 def memory_figure(table: ServeTable) -> go.Figure:
-    """Per GPU a panel of memory against batch: stacked weights, KV cache, activations and
-    workspace of the series needing the most memory, the total of every other series as a
-    thinner line, the GPU's HBM as a horizontal line, and a star at the largest batch of each
-    series that fits."""
+    """A panel per GPU of memory against batch: stacked weights, KV cache, activations and
+    workspace of the GPU's series needing the most memory, the total of every series as a line,
+    the GPU's HBM as a dashed line, and a star at the largest batch of each series that fits.
+    All panels share one memory axis, cut at MEMORY_CLIP × the largest HBM."""
     c = table.columns
     series = _series(table)
-    gpus = list(dict.fromkeys(s.gpu for s in series))
-    ncols = min(len(gpus), 2)
-    nrows = -(-len(gpus) // ncols)
+    gpus = _gpus(table)
     hbm = {g: float(c["hbm_bytes"][_on(table, g)].max()) for g in gpus}
-    titles = [f"{esc(g)} · HBM {format_bytes(hbm[g])}" for g in gpus]
-    height = 140 + 400 * nrows
-    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=titles,
-                        horizontal_spacing=0.09, vertical_spacing=min(0.25, 110 / height))
+    bigs = {}
+    for g in gpus:
+        mine = [s for s in series if s.gpu == g]
+        bigs[g] = max(mine, key=lambda s: float(c["memory_bytes"][s.rows].max()))
+    titles = [f"{esc(g)} · HBM {format_bytes(hbm[g])}"
+              + (f" · stacked: {bigs[g].label}" if bigs[g].label else "") for g in gpus]
+    panels = _Panels(gpus, True, 400, titles)
+    fig = panels.fig
     batches = [int(b) for b in c["batch"]]
     b_lo, b_hi = min(batches), max(batches)
     y_top = min(float(c["memory_bytes"].max()), MEMORY_CLIP * max(hbm.values())) * 1.08
     y_top = max(y_top, max(hbm.values()) * 1.15)
+    shown: set[str] = set()
     notes = []
     for gi, gpu in enumerate(gpus):
-        row, col = gi // ncols + 1, gi % ncols + 1
-        mine = [s for s in series if s.gpu == gpu]
-        big = max(mine, key=lambda s: float(c["memory_bytes"][s.rows].max()))
+        cell = panels.cell(gi)
+        big = bigs[gpu]
         xs = [int(c["batch"][i]) for i in big.rows]
         for k, name, color in MEMORY_PARTS:
             fig.add_trace(go.Scatter(
                 x=xs, y=[int(c[k][i]) for i in big.rows], mode="lines", stackgroup=f"m{gi}",
                 name=name, legendgroup=k, showlegend=gi == 0,
-                legendgrouptitle_text="stacked: the series needing most" if k == MEMORY_PARTS[0][0]
-                else None,
-                line=dict(color=color, width=1), fillcolor=to_rgba(color, 0.55),
+                legendgrouptitle_text="stacked (see each panel's title)"
+                if k == MEMORY_PARTS[0][0] else None,
+                line=dict(color=color, width=1), fillcolor=to_rgba(color, 0.5),
                 hovertemplate=f"<b>{big.name}</b><br>batch %{{x}}: {name} %{{y:.3s}}B"
-                              "<extra></extra>"), row=row, col=col)
-        for s in mine:
-            color, dash, symbol = _style(s, len(gpus))
+                              "<extra></extra>"), **cell)
+        for s in (s for s in series if s.gpu == gpu):
             fig.add_trace(go.Scatter(
                 x=[int(c["batch"][i]) for i in s.rows],
-                y=[int(c["memory_bytes"][i]) for i in s.rows], mode="lines+markers",
-                name=s.label or esc(gpu), legendgroup=f"total{gi}",
-                legendgrouptitle_text=f"total memory · {esc(gpu)}",
-                line=dict(color=color if s is not big else "#1d2733", dash=dash,
-                          width=2 if s is big else 1.4),
-                marker=dict(size=5, symbol=symbol, color=color if s is not big else "#1d2733"),
+                y=[int(c["memory_bytes"][i]) for i in s.rows], mode=_line_mode(s),
+                name=f"total · {s.label}" if s.label else f"total · {esc(gpu)}",
+                legendgroup=s.group, showlegend=s.group not in shown,
+                line=dict(color=s.color, dash=s.dash, width=2.6 if s is big else 1.6),
+                marker=dict(size=5, symbol=s.symbol, color=s.color),
                 customdata=[[esc(c["why"][i]) or "fits"] for i in s.rows],
                 hovertemplate=f"<b>{s.name}</b><br>batch %{{x}}: total %{{y:.3s}}B<br>"
-                              "%{customdata[0]}<extra></extra>"), row=row, col=col)
+                              "%{customdata[0]}<extra></extra>"), **cell)
+            shown.add(s.group)
         fig.add_trace(go.Scatter(
             x=[b_lo, b_hi], y=[hbm[gpu]] * 2, mode="lines", name="HBM capacity",
-            legendgroup="hbm", showlegend=gi == 0, line=dict(color=HBM_COLOR, width=2, dash="dash"),
-            hovertemplate=f"{esc(gpu)} HBM {format_bytes(hbm[gpu])}<extra></extra>"),
-            row=row, col=col)
-        stars = [(s, _largest_fit(table, s)) for s in mine]
+            legendgroup="hbm", showlegend=gi == 0,
+            line=dict(color=HBM_COLOR, width=2, dash="dash"),
+            hovertemplate=f"{esc(gpu)} HBM {format_bytes(hbm[gpu])}<extra></extra>"), **cell)
+        stars = [(s, _largest_fit(table, s)) for s in series if s.gpu == gpu]
         stars = [(s, i) for s, i in stars if i is not None]
         if stars:
             fig.add_trace(go.Scatter(
@@ -347,30 +420,29 @@ def memory_figure(table: ServeTable) -> go.Figure:
                 hovertext=[f"<b>{s.name}</b><br>largest batch that fits: {int(c['batch'][i])} "
                            f"({format_bytes(c['memory_bytes'][i])} of "
                            f"{format_bytes(c['hbm_bytes'][i])})" for s, i in stars],
-                hovertemplate="%{hovertext}<extra></extra>"), row=row, col=col)
+                hovertemplate="%{hovertext}<extra></extra>"), **cell)
         i_big = _largest_fit(table, big)
-        axis = "" if gi == 0 else str(gi + 1)
-        notes.append(dict(
-            xref=f"x{axis}", yref=f"y{axis}",
-            x=_axis_pos(int(c["batch"][i_big]) if i_big is not None else b_lo, b_lo, b_hi),
-            y=hbm[gpu], yanchor="bottom", xanchor="left" if i_big is None else "center",
-            showarrow=False, font=dict(size=11, color=HBM_COLOR),
-            text=(f"fits up to batch {int(c['batch'][i_big])}" if i_big is not None
-                  else "nothing fits") + (f" ({big.label})" if big.label else "")))
-    x_ax = _batch_axis(table)
-    x_ax.pop("title")
-    fig.update_xaxes(**x_ax)
-    for col in range(1, ncols + 1):
-        fig.update_xaxes(title_text="batch (requests served together)", row=nrows, col=col)
-    fig.update_yaxes(range=[0, y_top], tickformat="~s", ticksuffix="B", gridcolor="#e6e9ee",
-                     showline=True, linecolor="#5f6b7a", zeroline=False)
-    for r in range(1, nrows + 1):
-        fig.update_yaxes(title_text="memory on one GPU (bytes)", row=r, col=1)
-    fig.update_layout(**base_layout(
-        height, "Memory against batch: weights, KV cache, activations, workspace and the HBM line",
-        legend=_legend(), hovermode="closest", margin=dict(l=80, r=240, t=90, b=70)))
-    for ann in fig.layout.annotations:          # subplot titles: left-aligned, smaller
-        ann.update(font=dict(size=13))
+        sx = panels.suffix(gi)
+        if i_big is None:
+            notes.append(dict(xref=f"x{sx} domain", yref=f"y{sx}", x=0.02, y=hbm[gpu],
+                              xanchor="left", yanchor="bottom", showarrow=False,
+                              font=dict(size=11, color=HBM_COLOR), text="nothing fits"))
+        else:                   # an arrow to the star, its text toward the middle of the panel
+            x = _axis_pos(int(c["batch"][i_big]), b_lo, b_hi)
+            left_half = x <= (_axis_pos(b_lo, b_lo, b_hi) + _axis_pos(b_hi, b_lo, b_hi)) / 2
+            notes.append(dict(xref=f"x{sx}", yref=f"y{sx}", x=x,
+                              y=int(c["memory_bytes"][i_big]), showarrow=True, arrowhead=2,
+                              arrowwidth=1.2, arrowcolor="#5f6b7a", ax=45 if left_half else -45,
+                              ay=-40, xanchor="left" if left_half else "right",
+                              font=dict(size=11, color="#1d2733"),
+                              bgcolor="rgba(255,255,255,0.8)",
+                              text=f"fits up to batch {int(c['batch'][i_big])}"))
+    y = dict(title=dict(text="memory on one GPU (bytes)", standoff=8), range=[0, y_top],
+             tickformat="~s", ticksuffix="B", gridcolor="#e6e9ee", showline=True,
+             linecolor="#5f6b7a", mirror=True, ticks="outside", zeroline=False)
+    panels.axes(_batch_axis(table), y)
+    panels.layout("Memory against batch: weights, KV cache, activations, workspace and the "
+                  "HBM line", 230)
     for n in notes:
         fig.add_annotation(**n)
     return fig
@@ -405,7 +477,7 @@ def best_html(table: ServeTable) -> str:
     c = table.columns
     parts = _label_parts(table)
     rows = []
-    for gpu in dict.fromkeys(c["gpu"].tolist()):
+    for gpu in _gpus(table):
         mine = np.flatnonzero(_on(table, gpu))
         ok = mine[c["fits"][mine] & np.isfinite(c["tokens_per_s"][mine])]
         if len(ok) == 0:
@@ -459,7 +531,7 @@ def sweep_parts(table: ServeTable) -> list[str | tuple[str, go.Figure]]:
     tpot, ttft, thr, mem = sweep_figures(table)
     model = table.meta.get("model", "model")
     n_fit = int(np.count_nonzero(c["fits"]))
-    gpus = ", ".join(esc(g) for g in dict.fromkeys(c["gpu"].tolist()))
+    gpus = ", ".join(esc(g) for g in _gpus(table))
     meta = " · ".join(f"{esc(k)} {esc(v)}" for k, v in table.meta.items()
                       if k != "model" and isinstance(v, (str, int, float)))
     head = [f"<h1>Serving sweep · {esc(model)}</h1>",
