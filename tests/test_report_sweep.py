@@ -273,3 +273,12 @@ def test_hostile_names_reach_the_page_and_plotly_only_escaped():
         decoded = [json.loads(f'"{s}"') for s in strings]
         assert not [s for s in decoded if "<script" in s or "\x1b" in s or "\x00" in s]
         assert any(ESCAPED in s for s in decoded)
+
+
+def test_text_columns_as_numpy_strings_draw_the_same_page():
+    """The sweep may hold its text columns as numpy str arrays rather than objects."""
+    table = toy_table()
+    as_str = ServeTable({k: (v.astype(str) if v.dtype == object else v)
+                         for k, v in table.columns.items()}, table.meta)
+    assert as_str.columns["gpu"].dtype.kind == "U"
+    assert render_sweep(as_str) == render_sweep(table)
