@@ -6,7 +6,6 @@ number is worked out below, so the figures, the Pareto front, the best configura
 from __future__ import annotations
 
 import json
-import math
 import re
 
 import numpy as np
@@ -45,7 +44,8 @@ def toy_row(gpu: str, batch: int, inp: int) -> dict:
     TPOT   = 10 ms + 0.1 ms × batch × (input + 128) / 640 on the H100, 8 ms + 0.08 ms × ... on
              the H200 (the KV cache read grows with batch and context);
     TTFT   = 1 ms × batch × input / 512;  latency = TTFT + 127 × TPOT;
-    tokens/s = batch × 128 / latency, per request 128 / latency. NaN times where it does not fit."""
+    tokens/s = batch × 128 / latency, per request 128 / latency. NaN times where it does not
+    fit."""
     kv = batch * (inp + OUTPUT) * KV_PER_TOKEN
     act = batch * 1e6
     mem = WEIGHTS + kv + act + 2e9
@@ -165,7 +165,8 @@ def test_throughput_points_are_only_the_fitting_ones_and_the_front_is_per_gpu():
     # b32/512 0.032 + 127 × 0.0132 = 1.7084 s, 4096/1.7084 = 2397.6 tokens/s
     assert front["gpu0"]["x"] == [1.284, 1.708]
     assert front["gpu0"]["y"] == [99.71, 2398.0]
-    assert fig["layout"]["xaxis"]["title"]["text"] == "request latency = TTFT + (output − 1) × TPOT"
+    x_title = fig["layout"]["xaxis"]["title"]["text"]
+    assert x_title == "request latency = TTFT + (output − 1) × TPOT"
 
 
 def test_pareto_front_of_four_points_worked_by_hand():

@@ -306,15 +306,12 @@ def throughput_figure(table: ServeTable) -> go.Figure:
         color = SCHEDULE_COLORS[gi % len(SCHEDULE_COLORS)]
         mine = np.flatnonzero(_on(table, gpu))
         ok = mine[np.isfinite(c["latency_s"][mine]) & np.isfinite(c["tokens_per_s"][mine])]
-        labels = [esc(gpu) + (f" · {_key_label(table, int(i), parts)}" if parts else "")
-                  for i in ok]
         fig.add_trace(go.Scatter(
             x=[_num(c["latency_s"][i]) for i in ok], y=[_num(c["tokens_per_s"][i]) for i in ok],
             mode="markers", name="configurations", legendgroup=f"gpu{gi}",
             legendgrouptitle_text=esc(gpu),
             marker=dict(size=7, color=to_rgba(color, 0.45), line=dict(color=color, width=1)),
-            customdata=[[lab, int(c["batch"][i])] + row
-                        for lab, i, row in zip(labels, ok, _custom(table, ok))],
+            customdata=_point_data(table, ok, gpu, parts),
             hovertemplate="<b>%{customdata[0]}</b><br>batch %{customdata[1]}<br>"
                           + _shift(_HOVER, 2) + "<extra></extra>"))
         front = mine[pareto(c["latency_s"][mine], c["tokens_per_s"][mine])]
@@ -327,9 +324,7 @@ def throughput_figure(table: ServeTable) -> go.Figure:
             textfont=dict(size=10, color=color), name="Pareto front", legendgroup=f"gpu{gi}",
             line=dict(color=color, width=2.4, shape="hv"),
             marker=dict(size=10, color=color, symbol="diamond", line=dict(color="white", width=1)),
-            customdata=[[esc(gpu) + (f" · {_key_label(table, int(i), parts)}" if parts else ""),
-                         int(c["batch"][i])] + row
-                        for i, row in zip(front, _custom(table, front))],
+            customdata=_point_data(table, front, gpu, parts),
             hovertemplate="<b>Pareto: %{customdata[0]}</b><br>batch %{customdata[1]}<br>"
                           + _shift(_HOVER, 2) + "<extra></extra>"))
     fig.update_layout(**base_layout(
@@ -340,6 +335,12 @@ def throughput_figure(table: ServeTable) -> go.Figure:
                     si, ""),
         legend=_legend(), hovermode="closest", margin=dict(l=80, r=200, t=60, b=70)))
     return fig
+
+
+def _point_data(table: ServeTable, rows: np.ndarray, gpu: str, parts: list[str]) -> list[list]:
+    """Per row: its label (GPU and what varies), its batch, then `_custom`'s columns."""
+    return [[esc(gpu) + (f" · {_key_label(table, int(i), parts)}" if parts else ""),
+             int(table.columns["batch"][i])] + row for i, row in zip(rows, _custom(table, rows))]
 
 
 def _shift(template: str, n: int) -> str:
