@@ -23,6 +23,7 @@ from rooflab.errors import RooflabError
 from rooflab.report import html
 from rooflab.validate.records import (CaseResult, KernelResult, Provenance, ScheduleResult,
                                       ValidationFile)
+from test_report_sweep import toy_table
 
 ROOT = Path(__file__).resolve().parent.parent
 W = ROOT / "workloads"
@@ -251,7 +252,8 @@ def test_cli_report_errors_are_one_line(tmp_path):
 # ------------------------------------------------------------------------------ generated reports
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory):
-    """The four reports the browser tests open, made as a user makes them."""
+    """The reports the browser tests open, made as a user makes them (the sweep from a
+    hand-made table: test_report_sweep.py)."""
     d = tmp_path_factory.mktemp("reports")
     out = {}
 
@@ -271,6 +273,8 @@ def reports(tmp_path_factory):
         "unfused,fused", "-o", out["llama70b"])
     out["validation"] = d / "validation.html"
     html.write_validation(out["validation"], synthetic_validation())
+    out["sweep"] = d / "sweep.html"
+    html.write_sweep(out["sweep"], toy_table())
     return out
 
 
@@ -405,3 +409,10 @@ def test_browser_validation_report(browser, reports, screens):
     r = render(browser, reports["validation"], screens, "validation")
     assert [p["id"] for p in r["plots"]] == ["rooflab-validation-scatter",
                                              "rooflab-validation-errors"]
+
+
+def test_browser_sweep_report(browser, reports, screens):
+    r = render(browser, reports["sweep"], screens, "sweep")
+    assert [p["id"] for p in r["plots"]] == ["rooflab-sweep-tpot", "rooflab-sweep-ttft",
+                                             "rooflab-sweep-throughput", "rooflab-sweep-memory"]
+    assert r["hover"] is not None

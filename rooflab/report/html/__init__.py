@@ -7,7 +7,8 @@ The figure builders are pure: they read `Prediction`, `KernelCost`, `Comparison`
 
 One concern per module: `page` (shell, offline plotly.js, writing), `kernels` (folding, labels,
 escaping names), `style` (colours, layout, axes), `roofline`, `breakdown` (time per kernel and
-totals), `summary` (speedups and fusion table), `validation` (the validation report).
+totals), `summary` (speedups and fusion table), `validation` (the validation report), `sweep` (the
+serving sweep report of a `ServeTable`).
 Repeated-block kernels (names that differ only in `[i]`) fold into one point or bar with a
 count, as the terminal table folds them, so an 80-layer model stays small and readable.
 """
@@ -27,14 +28,16 @@ from rooflab.report.html.page import check_target, plotlyjs_bundle, render_page,
 from rooflab.report.html.roofline import TOP_ARROWS, Roof, roofline_figure, roofs
 from rooflab.report.html.style import time_unit
 from rooflab.report.html.summary import summary_html
+from rooflab.report.html.sweep import render_sweep, sweep_figures, write_sweep
 from rooflab.report.html.validation import (validation_figures, validation_html,
                                             validation_summary_html, write_validation)
 
 __all__ = ["MAX_BREAKDOWN_ROWS", "TOP_ARROWS", "Group", "Roof", "breakdown_figure",
            "check_target", "esc", "fold", "plotlyjs_bundle", "prediction_parts",
-           "predictions_html", "render_page", "roofline_figure", "roofs", "summary_html",
-           "time_unit", "totals_figure", "validation_figures", "validation_html",
-           "validation_summary_html", "write_predictions", "write_validation"]
+           "predictions_html", "render_page", "render_sweep", "roofline_figure", "roofs",
+           "summary_html", "sweep_figures", "time_unit", "totals_figure", "validation_figures",
+           "validation_html", "validation_summary_html", "write_predictions", "write_sweep",
+           "write_validation"]
 
 
 def prediction_parts(preds: Sequence[Prediction], comparisons: Sequence[Comparison] = ()
