@@ -549,11 +549,11 @@ def sweep_cmd(
                         chunk=chunk, tp=tp)
     for option, path in outputs:
         if option == "--html":
-            from rooflab.report.html import sweep as sweep_html
-            text = sweep_html.render_sweep(table)
+            from rooflab.report import html as html_report
+            html_report.write_sweep(path, table, force=force)
         else:
-            text = table.to_csv() if option == "--csv" else table.to_json()
-        Path(path).write_text(text, encoding="utf-8")
+            Path(path).write_text(table.to_csv() if option == "--csv" else table.to_json(),
+                                  encoding="utf-8")
     if not outputs or len(table) <= 200:
         typer.echo(serving.render(table))
     for option, path in outputs:
