@@ -259,12 +259,12 @@ def prefill_eager(model, cache, ids, pos, device: str, repeats: int) -> tuple[di
     return rec, tok, decisions
 
 
-def decode_eager(model, cache, tok0, n_in: int, steps: int, device: str) -> tuple[dict, torch.Tensor]:
+def decode_eager(model, cache, tok0, n_in: int, steps: int, device: str) -> tuple[dict, torch.Tensor, torch.Tensor]:
     """Time `steps` eager decode steps from position `n_in`, each forward + argmax between synchronizes.
 
     DECODE_WARMUP untimed steps first, then the cache's length is set back to `n_in` and the first token
     to `tok0`. The position advances on the device (pos + 1) inside each timed step, as generate() does.
-    Returns (record in ms, the generated tokens [b, steps])."""
+    Returns (record in ms, the generated tokens [b, steps], the first step's logits [b, 1, vocab])."""
     b = tok0.shape[0]
     HF.reset_cache_length(cache, n_in)
     tok, pos = tok0.clone(), torch.tensor([n_in], device=tok0.device)
@@ -273,25 +273,39 @@ def decode_eager(model, cache, tok0, n_in: int, steps: int, device: str) -> tupl
         pos = pos + 1
     HF.reset_cache_length(cache, n_in)
     tok, pos = tok0.clone(), torch.tensor([n_in], device=tok0.device)
-    walls, gpus, toks = [], [], []
+    walls, gpus, toks, first_logits = [], [], [], None
     for _ in range(steps):
         with Timer(device) as t:
-            tok = greedy(forward_logits(model, tok.view(b, 1), cache, pos))
+            logits = forward_logits(model, tok.view(b, 1), cache, pos)
+            tok = greedy(logits)
             pos = pos + 1
         walls.append(t.wall)
         toks.append(tok)
+        first_logits = logits if first_logits is None else first_logits
         if t.gpu is not None:
             gpus.append(t.gpu)
     rec = {"wall_ms": step_stats_ms(walls), "timing": "per step: wall clock between synchronizes"}
     if gpus:
         rec["gpu_event_ms"] = step_stats_ms(gpus)
-    return rec, torch.stack(toks, dim=1)
+    return rec, torch.stack(toks, dim=1), first_logits
+
+
+_SIDE_STREAM = None
+
+
+def side_stream():
+    """Return the one side stream of the run for capture warm-ups: each new stream would get its own
+    cuBLAS workspace, which the allocator keeps for the rest of the process."""
+    global _SIDE_STREAM
+    if _SIDE_STREAM is None:
+        _SIDE_STREAM = torch.cuda.Stream()
+    return _SIDE_STREAM
 
 
 def _capture(fn, warm, mask_ctx):
     """Run `warm()` then `fn()` warm-up on a side stream, then capture `fn()` in a CUDA graph; return
     (graph, fn's captured output, capture seconds)."""
-    s = torch.cuda.Stream()
+    s = side_stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         for _ in range(2):
@@ -309,11 +323,12 @@ def _capture(fn, warm, mask_ctx):
     return g, out, time.perf_counter() - t0
 
 
-def prefill_graph(model, cache, ids, pos, decisions: list, repeats: int) -> dict:
+def prefill_graph(model, cache, ids, pos, decisions: list, repeats: int, tok0) -> dict:
     """Capture prefill + argmax in a CUDA graph (with the eager call's mask decisions) and time replays.
 
     The cache's length is reset to 0 before the capture and before each replay, outside the timed region.
-    Returns wall clock and CUDA-event time in ms, and the capture time."""
+    Returns wall clock and CUDA-event time in ms, the capture time, and whether the replay's first tokens
+    equal `tok0`, the eager prefill's."""
     g, tok, cap_s = _capture(lambda: greedy(forward_logits(model, ids, cache, pos)),
                              lambda: HF.reset_cache_length(cache, 0),
                              recorded_mask_decisions(decisions, record=False))
@@ -330,28 +345,28 @@ def prefill_graph(model, cache, ids, pos, decisions: list, repeats: int) -> dict
             if sum(walls) > PREFILL_BUDGET_S and len(walls) >= 3:
                 break
         return {"wall_ms": HF.stats_ms(walls), "gpu_event_ms": HF.stats_ms(gpus), "capture_s": round(cap_s, 3),
-                "mask_decisions": "replayed from the eager call"}
+                "mask_decisions": "replayed from the eager call", "first_tokens_equal_eager": bool(torch.equal(tok, tok0))}
     finally:
         del g, tok
 
 
-def decode_graph(model, cache, tok0, n_in: int, steps: int) -> tuple[dict, torch.Tensor]:
+def decode_graph(model, cache, tok0, n_in: int, steps: int) -> tuple[dict, torch.Tensor, torch.Tensor]:
     """Capture one decode step (forward, argmax, the token and position written back into their static
     buffers) in a CUDA graph; replay it `steps` times from position `n_in`, twice.
 
     'synced': each replay timed between synchronizes (wall clock and CUDA events), as the eager loop is.
     'back_to_back': `steps` replays queued with an event between each and no host wait; per-step CUDA-event
     times and the wall clock of the whole loop. Returns (both in ms and the capture time, the tokens
-    [b, steps] of the synced replays)."""
+    [b, steps] of the synced replays, the first replay's logits [b, 1, vocab])."""
     b = tok0.shape[0]
     tok_buf = tok0.clone().view(b, 1)
     pos_buf = torch.tensor([n_in], device=tok0.device)
 
     def step():
-        nxt = greedy(forward_logits(model, tok_buf, cache, pos_buf))
-        tok_buf.copy_(nxt.view(b, 1))
+        logits = forward_logits(model, tok_buf, cache, pos_buf)
+        tok_buf.copy_(greedy(logits).view(b, 1))
         pos_buf.add_(1)
-        return nxt
+        return logits
 
     def start():
         HF.reset_cache_length(cache, n_in)
@@ -361,13 +376,14 @@ def decode_graph(model, cache, tok0, n_in: int, steps: int) -> tuple[dict, torch
     g, out, cap_s = _capture(step, start, HF.eager_mask_decisions())
     try:
         start()
-        walls, gpus, toks = [], [], []
+        walls, gpus, toks, first_logits = [], [], [], None
         for _ in range(steps):
             with Timer("cuda") as t:
                 g.replay()
             walls.append(t.wall)
             gpus.append(t.gpu)
             toks.append(tok_buf[:, 0].clone())
+            first_logits = out.clone() if first_logits is None else first_logits
         synced = {"wall_ms": step_stats_ms(walls), "gpu_event_ms": step_stats_ms(gpus)}
         start()
         ev = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
@@ -381,7 +397,8 @@ def decode_graph(model, cache, tok0, n_in: int, steps: int) -> tuple[dict, torch
         wall = time.perf_counter() - t0
         per = [ev[i].elapsed_time(ev[i + 1]) / 1e3 for i in range(steps)]
         b2b = {"gpu_event_ms": step_stats_ms(per), "loop_wall_ms": wall * 1e3, "mean_wall_ms": wall * 1e3 / steps}
-        return {"synced": synced, "back_to_back": b2b, "capture_s": round(cap_s, 3)}, torch.stack(toks, dim=1)
+        return ({"synced": synced, "back_to_back": b2b, "capture_s": round(cap_s, 3)}, torch.stack(toks, dim=1),
+                first_logits)
     finally:
         del g, out
 
@@ -411,7 +428,16 @@ def run_case(model, cfg, c: dict, args, device: str) -> dict:
     ids = torch.randint(1, cfg.vocab_size, (b, n_in), generator=gen).to(device)
     pos = torch.arange(n_in, device=device)
     steps = n_out - 1
-    cache = tok0 = eager_toks = None
+    cache = tok0 = eager_toks = eager_logits = None
+    peaks: dict = {}
+
+    def stage_done(stage: str) -> None:
+        # The allocator's peak since the previous stage ended, then a fresh count for the next one.
+        if cuda:
+            peaks[stage] = round(torch.cuda.max_memory_allocated() / 1e9, 3)
+            rec["peak_allocated_gb"] = dict(peaks, case=max(peaks.values()))
+            torch.cuda.reset_peak_memory_stats()
+
     if cuda:
         torch.cuda.reset_peak_memory_stats()
         rec["memory_before"] = device_memory("before case")
@@ -424,42 +450,39 @@ def run_case(model, cfg, c: dict, args, device: str) -> dict:
         rec["kv_cache_bytes_allocated"] = cache_bytes(cache)
         if "eager" in args.modes:
             rec["prefill_eager"] = e
-        if cuda:
-            rec["peak_allocated_gb_prefill"] = round(torch.cuda.max_memory_allocated() / 1e9, 3)
+        stage_done("prefill_eager")
     except Exception as exc:
         rec.update(HF.failure(exc, "prefill_eager"))
+        stage_done("prefill_eager")
         del cache, tok0
         HF.free_memory()
         return rec
     if "eager" in args.modes:
         try:
-            if cuda:
-                torch.cuda.reset_peak_memory_stats()
             with torch.no_grad():
-                rec["decode_eager"], eager_toks = decode_eager(model, cache, tok0, n_in, steps, device)
+                rec["decode_eager"], eager_toks, eager_logits = decode_eager(model, cache, tok0, n_in, steps, device)
             if args.tiny:
                 rec["eager_tokens_equal_no_cache_reference"] = bool(torch.equal(
                     torch.cat([tok0[:, None], eager_toks], dim=1), reference_tokens(model, ids, n_out)))
-            if cuda:
-                rec["peak_allocated_gb_decode"] = round(torch.cuda.max_memory_allocated() / 1e9, 3)
             rec["eager"] = end_to_end(rec["prefill_eager"]["wall_ms"]["median"],
                                       rec["decode_eager"]["wall_ms"]["sum"], b, n_out)
         except Exception as exc:
             rec["decode_eager"] = HF.failure(exc, "decode_eager")
+        stage_done("decode_eager")
         HF.free_memory()
     if "graph" in args.modes and cuda:
         try:
             with torch.no_grad():
-                rec["prefill_graph"] = prefill_graph(model, cache, ids, pos, decisions, args.prefill_repeats)
+                rec["prefill_graph"] = prefill_graph(model, cache, ids, pos, decisions, args.prefill_repeats, tok0)
         except Exception as exc:
             rec["prefill_graph"] = HF.failure(exc, "prefill_graph")
+        stage_done("prefill_graph")
         HF.free_memory()
         try:
             with torch.no_grad():
-                rec["decode_graph"], graph_toks = decode_graph(model, cache, tok0, n_in, steps)
+                rec["decode_graph"], graph_toks, graph_logits = decode_graph(model, cache, tok0, n_in, steps)
             if eager_toks is not None:
-                # Same kernels on the same inputs: the graph must generate the eager loop's tokens.
-                rec["graph_tokens_equal_eager"] = bool(torch.equal(graph_toks, eager_toks))
+                rec["graph_vs_eager"] = compare_runs(eager_toks, graph_toks, eager_logits, graph_logits)
             ttft = rec["prefill_graph"]["wall_ms"]["median"] if "wall_ms" in rec["prefill_graph"] else None
             if ttft is not None:
                 rec["graph"] = end_to_end(ttft, rec["decode_graph"]["synced"]["wall_ms"]["sum"], b, n_out)
@@ -467,13 +490,34 @@ def run_case(model, cfg, c: dict, args, device: str) -> dict:
                                                        b, n_out)
         except Exception as exc:
             rec["decode_graph"] = HF.failure(exc, "decode_graph")
+        stage_done("decode_graph")
         HF.free_memory()
     if cuda:
-        rec["peak_allocated_gb_case"] = round(torch.cuda.max_memory_allocated() / 1e9, 3)
         rec["memory_after"] = device_memory("after case, cache still held")
-    del cache, tok0, eager_toks
+    del cache, tok0, eager_toks, eager_logits
     HF.free_memory()
     return rec
+
+
+def compare_runs(toks_a, toks_b, logits_a, logits_b) -> dict:
+    """Compare two decode loops from the same start: tokens [b, steps] and first-step logits [b, 1, vocab].
+
+    Random weights give near-tied logits, so a rounding difference between two programs can flip an argmax
+    and the sequences then part; the first step's logits (same cache, same token) show whether the two
+    programs compute the same numbers. Returns equality, the fraction of equal tokens, the first step
+    where any sequence differs, the largest logit difference, the largest |logit|, and the smallest gap
+    between the top two logits of loop a's first step."""
+    eq = toks_a == toks_b
+    steps_all_equal = eq.all(dim=0)
+    first_bad = None if bool(steps_all_equal.all()) else int((~steps_all_equal).nonzero()[0, 0])
+    la, lb = logits_a[:, -1, :].float(), logits_b[:, -1, :].float()
+    top2 = la.topk(2, dim=-1).values
+    return {"tokens_equal": bool(eq.all()), "tokens_equal_fraction": round(float(eq.float().mean()), 4),
+            "first_mismatch_step": first_bad,
+            "first_step_argmax_equal": bool(torch.equal(la.argmax(-1), lb.argmax(-1))),
+            "first_step_logits_max_abs_diff": float((la - lb).abs().max()),
+            "first_step_logits_abs_max": float(la.abs().max()),
+            "first_step_top2_gap_min": float((top2[:, 0] - top2[:, 1]).min())}
 
 
 def reference_tokens(model, ids, n_out: int) -> torch.Tensor:
@@ -515,15 +559,17 @@ def summary_row(name: str, rec: dict) -> dict:
         "tpot_graph_b2b_ms": get("decode_graph", "back_to_back", "mean_wall_ms"),
         "e2e_graph_ms": get("graph", "e2e_ms"),
         "tok_s_graph": get("graph", "output_tokens_per_s"),
-        "peak_gb": rec.get("peak_allocated_gb_case"),
-        "tokens_check": rec.get("eager_tokens_equal_no_cache_reference", rec.get("graph_tokens_equal_eager")),
+        "peak_gb": (rec.get("peak_allocated_gb") or {}).get("case"),
+        "tokens_check": rec.get("eager_tokens_equal_no_cache_reference"),
+        "graph_tokens_equal_fraction": (rec.get("graph_vs_eager") or {}).get("tokens_equal_fraction"),
     }
 
 
 def table(rows: list[dict]) -> str:
     """Return the summary rows as a markdown table."""
     cols = ["model", "batch", "input", "status", "ttft_eager_ms", "tpot_eager_ms", "e2e_eager_ms", "tok_s_eager",
-            "ttft_graph_ms", "tpot_graph_ms", "tpot_graph_b2b_ms", "tok_s_graph", "peak_gb", "tokens_check"]
+            "ttft_graph_ms", "tpot_graph_ms", "tpot_graph_b2b_ms", "tok_s_graph", "peak_gb", "tokens_check",
+            "graph_tokens_equal_fraction"]
 
     def f(v):
         return f"{v:.3f}" if isinstance(v, float) else ("-" if v is None else str(v))
