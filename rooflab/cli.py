@@ -254,6 +254,11 @@ def validate(
         whole = [c for c in everything if cases and cases in c.name]
         wanted = _split(cases) if cases else []
         chosen = whole or [c for c in everything if not wanted or any(w in c.name for w in wanted)]
+    from rooflab.validate import serving as serving_runs
+    if from_file and serving_runs.is_serve_file(from_file):
+        # measured generation (lab/serve_h200): TTFT and TPOT against rooflab serve
+        typer.echo(serving_runs.render(serving_runs.compare(serving_runs.load(from_file), hw)))
+        return
     if from_file and steps.is_steps_file(from_file):
         # measured whole steps of Hugging Face models (lab/hf_eager): trace and re-predict each
         typer.echo(steps.render(steps.compare(steps.load(from_file), hw)))

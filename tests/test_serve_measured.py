@@ -1,0 +1,48 @@
+"""The CI gate on measured generation (reports/serving/, lab/serve_h200/measure.py): every case is
+re-predicted by `rooflab serve` with the current model, against transformers' own TTFT and TPOT
+on the H200, eager and as CUDA-graph replays."""
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from rooflab import api  # noqa: E402
+from rooflab.validate import serving  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "reports" / "serving" / "h200-serve-2026-12-03.json"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    run = serving.load(RUN)
+    return serving.compare(run, api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml")))
+
+
+def test_the_run_holds_the_acceptance_cases_and_its_own_calibration():
+    run = serving.load(RUN)
+    # Llama-3.2-1B and Llama-3-8B at batch 1, 8, 32, input 512 and 2048, output 128
+    assert sorted((c.model, c.batch, c.input_tokens) for c in run.cases) == sorted(
+        (m, b, i) for m in ("llama3.2-1b", "llama3-8b") for b in (1, 8, 32) for i in (512, 2048))
+    assert {c.output_tokens for c in run.cases} == {128}
+    assert all(set(c.ttft_s) == set(c.tpot_s) == {"eager", "graph"} for c in run.cases)
+    assert run.eager_dispatch_s == pytest.approx(8.245e-6, rel=1e-3)   # x.add_(1), same process
+
+
+def test_ttft_within_the_15_percent_target(rows):
+    for mode in serving.MODES:
+        med = serving.median_abs(r.ttft_error for r in rows if r.mode == mode)
+        assert med <= 0.15, (mode, med)          # measured 2026-12-03: eager 9.0 %, graph 8.5 %
+
+
+def test_tpot_no_worse_than_when_measured(rows):
+    # NOT the 15 % target: decode is under-predicted. Eager decode is host-bound (about 20 us
+    # per ATen op against 8.2 us of dispatch charged per kernel); under CUDA graphs the
+    # repeat_kv copies and the masked SDPA of a static cache run below copy bandwidth (both
+    # issue 14). Measured 2026-12-03: eager 63.2 %, graph 34.2 %; the bounds catch a regression.
+    eager = serving.median_abs(r.tpot_error for r in rows if r.mode == "eager")
+    graph = serving.median_abs(r.tpot_error for r in rows if r.mode == "graph")
+    assert eager <= 0.66 and graph <= 0.37, (eager, graph)
+    assert all(r.tpot_error < 0.1 for r in rows)     # never over-predicted by more than 10 %
