@@ -100,3 +100,60 @@ def test_a_configuration_that_does_not_fit_is_an_answer():
                                  "1,256", "--input", "512", "--output", "4096"])
     assert r.exit_code == 0, r.output
     assert "does not fit: needs" in r.output and "KV cache 155 GB" in r.output
+
+
+def test_chunked_prefill_is_the_first_chunk_then_extend_steps():
+    # 1000 prompt tokens in chunks of 384: a prefill of 384, an extend of 384 new tokens against
+    # a cache of 768, and one of the last 232 against the whole 1000
+    t = serve.serve(DEC, ["h200"], [4], [1000], [2], "fused", "graph", chunk=384).rows()[0]
+    step = lambda sets: api.predict(DEC, "h200", "fused", "graph", {"batch": 4, **sets}).totals.time_s
+    want = (step({"seq": 384, "context": 384}) + step({"seq": 384, "context": 768})
+            + step({"seq": 232, "context": 1000}))
+    assert t["ttft_s"] == pytest.approx(want, rel=1e-12)
+    # without --chunk the same file is the prefill, all 1000 tokens at once
+    whole = serve.serve(DEC, ["h200"], [4], [1000], [2], "fused", "graph").rows()[0]
+    assert whole["ttft_s"] == pytest.approx(step({"seq": 1000, "context": 1000}), rel=1e-12)
+
+
+def test_an_fp8_kv_cache_halves_its_bytes():
+    # --set kv_dtype=fp8: 1 byte per element instead of 2 (32 x 2 x 8 x 128 B = 65,536 per token)
+    rows = {v: serve.serve(DEC, ["h200"], [16], [1024], [64], sets={"kv_dtype": v}).rows()[0]
+            for v in ("bf16", "fp8_e4m3")}
+    assert rows["bf16"]["kv_cache_bytes"] == 16 * 1088 * 131072
+    assert rows["fp8_e4m3"]["kv_cache_bytes"] == 16 * 1088 * 65536
+    assert rows["fp8_e4m3"]["tpot_s"] < rows["bf16"]["tpot_s"]
+
+
+def test_largest_batch_that_fits_by_hand():
+    # Llama-3-8B on an 80 GB H100 at 4096 + 4096 tokens (fused, growing cache): weights
+    # 16,060,523,008 B, workspace 536,870,912 B, KV 8192 x 131,072 = 1,073,741,824 B per sequence,
+    # plus the activations of the largest step; KV alone would allow
+    # (80e9 - 16,597,393,920) / 1,073,741,824 = 59.05 sequences
+    t = serve.serve(DEC, ["h100-sxm"], [1], [4096], [4096])
+    n = t.meta["largest_batch"][0]["batch"]
+    assert 1 <= n <= 59
+    fits = serve.serve(DEC, ["h100-sxm"], [n, n + 1], [4096], [4096]).rows()
+    assert fits[0]["fits"] and not fits[1]["fits"]
+
+
+def test_sweep_variants_and_outputs(tmp_path):
+    r = CliRunner().invoke(app, ["sweep", DEC, "-H", "h200,b200", "--batch", "1..4", "--input",
+                                 "512", "--output", "8", "--set", "kv_dtype=bf16,fp8",
+                                 "--csv", str(tmp_path / "s.csv"), "--json",
+                                 str(tmp_path / "s.json"), "--html", str(tmp_path / "s.html")])
+    assert r.exit_code == 0, r.output
+    import csv
+    import json
+    rows = list(csv.DictReader(open(tmp_path / "s.csv")))
+    # 2 GPUs x 2 variants x batch 1, 2, 4
+    assert len(rows) == 12
+    assert {x["variant"] for x in rows} == {"kv_dtype=bf16",
+                                           "kv_dtype=fp8_e4m3"}
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert doc["schema"] == "rooflab.serve/1" and len(doc["rows"]) == 12
+    assert list(doc["rows"][0]) == list(serve.COLUMNS)
+    assert "TPOT against batch" in (tmp_path / "s.html").read_text()
+    # the outputs are never written over without --force
+    again = CliRunner().invoke(app, ["sweep", DEC, "--batch", "1", "--output", "2", "--csv",
+                                     str(tmp_path / "s.csv")])
+    assert again.exit_code == 2 and "exists" in again.output

@@ -1,0 +1,60 @@
+"""Serving hf: models: parametric traces, tensor parallelism, and the CLI's answers on them."""
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("transformers")
+
+from rooflab import serve  # noqa: E402
+from rooflab.cli import app  # noqa: E402
+from rooflab.trace import parametric, zoo  # noqa: E402
+from rooflab.trace.source import load  # noqa: E402
+
+
+@pytest.mark.parametrize("phase, x, y", [("decode", 9, 200), ("prefill", 2, 333),
+                                         ("decode", 40, 1000)])
+def test_a_parametric_step_is_the_trace_at_that_size(phase, x, y):
+    # fitted from five other sizes; batch 40 also crosses cuBLAS's split-K boundary (m > 16)
+    step = parametric.hf_step("llama3.2-1b", phase)
+    axes = ("batch", "context") if phase == "decode" else ("batch", "seq")
+    got, want = step.graph(x, y), load("hf:llama3.2-1b", dict(zip(axes, (x, y))), phase)
+    assert [(o.name, o.kind, o.inputs, o.outputs, o.launches) for o in got.ops] == \
+        [(o.name, o.kind, o.inputs, o.outputs, o.launches) for o in want.ops]
+    assert {n: t.shape for n, t in got.tensors.items()} == \
+        {n: t.shape for n, t in want.tensors.items()}
+    assert [o.attrs for o in got.ops] == [o.attrs for o in want.ops]
+
+
+def test_shard_config_by_hand():
+    _, cfg, _ = zoo.resolve_config("llama3-70b")
+    s = zoo.shard_config(cfg, 8)
+    # 64 heads / 8, 8 KV heads / 8, 28672 / 8 MLP columns, 128256 / 8 vocabulary entries
+    assert (s["num_attention_heads"], s["num_key_value_heads"], s["intermediate_size"],
+            s["vocab_size"], s["head_dim"], s["hidden_size"]) == (8, 1, 3584, 16032, 128, 8192)
+    s16 = zoo.shard_config(cfg, 16)          # fewer KV heads than GPUs: one each, replicated
+    assert s16["num_key_value_heads"] == 1 and s16["num_attention_heads"] == 4
+
+
+def test_tensor_parallel_weights_and_collectives_by_hand():
+    # Llama-3.2-1B on 2 GPUs: hidden 2048, 16 layers, heads 32 -> 16 x 64, KV heads 8 -> 4 x 64,
+    # MLP 8192 -> 4096, vocabulary 128256 -> 64128 (tied: embedding and lm_head are one tensor)
+    per_layer = (2048 * 1024 + 2 * 2048 * 256 + 1024 * 2048   # q, k, v, o
+                 + 3 * 2048 * 4096 + 2 * 2048)                # gate, up, down; two norms
+    weights = 2 * (16 * per_layer + 64128 * 2048 + 2048) + 32 * 4   # + rotary inv_freq fp32
+    row = serve.serve("hf:llama3.2-1b", ["h200"], [4], [256], [4], tp=2).rows()[0]
+    assert row["gpus"] == 2 and row["weights_bytes"] == weights
+    # KV per GPU: 16 layers x (k + v) x 4 heads x 64 x 2 B = 16,384 B per token
+    assert row["kv_cache_bytes"] == 4 * 260 * 16384
+    g = load("hf:llama3.2-1b", {"batch": 4, "context": 64, "tp": 2}, "decode")
+    kinds = [o.kind for o in g.ops]
+    # an all-reduce after each attention and MLP block and the embedding; the logits gathered
+    assert kinds.count("all_reduce") == 2 * 16 + 1 and kinds.count("all_gather") == 1
+    gather = next(o for o in g.ops if o.kind == "all_gather")
+    assert g.tensors[gather.outputs[0]].shape[-1] == 128256
+
+
+def test_tp_that_does_not_divide_is_one_line():
+    r = CliRunner().invoke(app, ["serve", "hf:llama3-8b", "--tp", "3"])
+    assert r.exit_code == 2
+    assert "--tp 3: 32 attention heads do not divide by 3" in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
