@@ -27,11 +27,12 @@ OUTPUT = 128
 
 
 def make_table(rows: list[dict], meta: dict | None = None) -> ServeTable:
-    """A ServeTable from rows giving every column (missing text columns are "")."""
+    """A ServeTable from rows giving every column (missing text columns are "", a missing
+    GPU count 1)."""
     cols = {}
     for c in COLUMNS:
-        vals = [r.get(c, "") if c in ("schedule", "launch", "variant", "why") else r[c]
-                for r in rows]
+        vals = [r.get(c, "") if c in ("schedule", "launch", "variant", "why")
+                else r.get(c, 1) if c == "gpus" else r[c] for r in rows]
         cols[c] = np.array(vals, dtype=object if c in ("gpu", "schedule", "launch", "variant",
                                                        "why") else None)
     return ServeTable(cols, meta if meta is not None else {"model": "toy-70b"})

@@ -60,13 +60,9 @@ class CaseComparison:
 
 
 def is_serve_file(path: str | Path) -> bool:
-    """Whether `path` is a measured-generation run file (its `what` names the script)."""
-    try:
-        with open(path) as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return '"what"' in head and "lab/serve_h200/measure.py" in head
+    """Whether `path` is a measured-generation run file (lab/serve_h200/measure.py's)."""
+    from rooflab.validate.steps import is_run_of
+    return is_run_of(path, "lab/serve_h200/measure.py")
 
 
 def load(path: str | Path) -> ServeRun:

@@ -80,14 +80,19 @@ class StepComparison:
         return None if not m else self.graph_s / m - 1
 
 
-def is_steps_file(path: str | Path) -> bool:
-    """Whether `path` is a measured-steps run file (it says what it holds in its `what`)."""
+def is_run_of(path: str | Path, script: str) -> bool:
+    """Whether `path` is a run file that `script` wrote (its `what` names the script)."""
     try:
         with open(path) as f:
             head = f.read(4096)
     except OSError:
         return False
-    return '"what"' in head and "lab/hf_eager/measure.py" in head
+    return '"what"' in head and script in head
+
+
+def is_steps_file(path: str | Path) -> bool:
+    """Whether `path` is a measured-steps run file (lab/hf_eager/measure.py's)."""
+    return is_run_of(path, "lab/hf_eager/measure.py")
 
 
 def _ms(rec: dict | None, key: str) -> float | None:
