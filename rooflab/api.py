@@ -3,8 +3,8 @@
     >>> from rooflab.api import predict
     >>> p = predict("workloads/gemm_bias_gelu_residual.yaml", "h100-sxm", schedule="fused")
     >>> p.totals.time_s, p.totals.hbm_bytes
-    >>> from rooflab.api import serve
-    >>> serve("hf:llama3-8b", ["h200"], batches=[1, 8], inputs=[2048], outputs=[256]).rows()
+
+Serving answers (TTFT, TPOT, memory fit, sweeps) are rooflab.serve's `serve` and `sweep`.
 """
 
 from __future__ import annotations
@@ -62,17 +62,3 @@ def predict_matrix(graph: Graph, gpus: list[Hardware], schedules: list[str], lau
             comparisons += [compare.compare(ps[0], p) for p in ps[1:]]
     return preds, comparisons
 
-
-def serve(model: str, gpus: list[str | Hardware], batches: list[int], inputs: list[int],
-          outputs: list[int], schedule: str = "fused", launch: str = "graph", **options):
-    """TTFT, TPOT, latency, tokens/s and memory fit per configuration: a ServeTable
-    (rooflab/serve.py says what each column is; `options` as rooflab.serve.serve takes them)."""
-    from rooflab import serve as serving
-    return serving.serve(model, gpus, batches, inputs, outputs, schedule, launch, **options)
-
-
-def sweep(model: str, gpus: list[str | Hardware], batches: list[int], inputs: list[int],
-          outputs: list[int], schedules: list[str], launches: list[str], **options):
-    """`serve` over every schedule, launch mode and variant too: one ServeTable."""
-    from rooflab import serve as serving
-    return serving.sweep(model, gpus, batches, inputs, outputs, schedules, launches, **options)
