@@ -4,7 +4,7 @@ Per kernel (docs/cost-model.md says why each term is there):
     tensor_s  = Σ tensor FLOPs[dtype] / (peak[dtype]·η_tc[dtype]) / waves   (η_attention in FlashAttention)
     compute_s = max(tensor_s + sfu_s + dequant_s, vector FLOPs / (peak_fp32·η_vec), sfu_s) / balance
     memory_s  = (HBM bytes read + written) / BW(bytes moved) / waves
-    link_s    = interconnect bytes / (link BW·η_link)
+    link_s    = Σ collectives: steps x step latency + bus bytes / bus BW (rooflab.collectives)
     busy_s    = max(compute_s, memory_s, link_s)
     time_s    = busy_s + launch_s
     launch_s  = eager: min_kernel_s + any stall waiting for the CPU;  graph: graph_launch_s
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rooflab.collectives import collective_time
 from rooflab.graph import Graph
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
@@ -249,6 +250,7 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     writes = 0
     tensor_by_dtype: dict[str, int] = {}
     vector = reread = link = sfu = dequant = 0
+    link_s = 0.0
     waves = 1.0
     row_tiles = 1
     for i in kernel.ops:
@@ -269,6 +271,11 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
         sfu += c.sfu_ops
         reread += c.reread_bytes
         link += c.link_bytes
+        if c.collective:
+            kind, size, world = c.collective
+            paths = hw.network_paths if world > hw.gpus_per_node and hw.network_paths \
+                else hw.collective_paths
+            link_s = link_s + collective_time(paths, kind, world, size)[0]
         extra_passes = 0
         if c.row_bytes > hw.smem_per_sm_bytes:
             extra_passes = c.passes_if_spilled - 1      # a row that does not fit is re-read
@@ -314,7 +321,6 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     compute_s = vmax(vmax(tensor_s + sfu_s + dequant_s, vector_s), sfu_s) / balance
     moved = read_bytes + writes
     memory_s = moved / hw.hbm_rate_for(moved) / waves if moved else 0.0
-    link_s = link / hw.link_rate if link else 0.0
     return dict(
         tensor_flops=sum(tensor_by_dtype.values()),
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,

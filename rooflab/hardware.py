@@ -16,6 +16,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rooflab import bundled
+from rooflab.collectives import KINDS as COLLECTIVE_KINDS
+from rooflab.collectives import Path as CollectivePath
 from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
 from rooflab.errors import RooflabError
 from rooflab.yamlio import did_you_mean, load_yaml, raise_first
@@ -80,9 +82,24 @@ class MemorySpec(_Strict):
     hbm_curve: Curve | None = None    # size-aware achieved bandwidth (from calibration)
 
 
+class CollectivePathSpec(_Strict):
+    """One way the system runs collectives (rooflab/collectives.py): the collectives it runs,
+    its latency per step, how its steps grow with GPUs, and its bus bandwidth (nccl-tests'
+    busbw at large sizes)."""
+    kinds: list[Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                        "send_recv"]] = Field(min_length=1)
+    scaling: Literal["ring", "tree", "switch"] = "ring"
+    step_latency_us: Figure
+    busbw_gb_per_s: Figure
+
+
 class InterconnectSpec(_Strict):
     name: str
     gb_per_s: Figure                  # per GPU, one direction
+    gpus_per_node: Figure | None = None       # GPUs one NVLink domain joins
+    # paths within a node (at gpus_per_node GPUs), and across nodes (per GPU's network share)
+    collectives: dict[str, CollectivePathSpec] = {}
+    network: dict[str, CollectivePathSpec] = {}
 
 
 class LaunchSpec(_Strict):
@@ -191,6 +208,9 @@ class Hardware:
     smem_per_sm_bytes: float
     sm_count: int
     link_bytes_per_s: float
+    gpus_per_node: int
+    collective_paths: tuple          # rooflab.collectives.Path, within a node
+    network_paths: tuple             # across nodes
     eager_dispatch_s: float
     graph_launch_s: float
     min_kernel_s: float
@@ -262,6 +282,29 @@ class Hardware:
         return self.link_bytes_per_s * self.link_efficiency
 
 
+# A spec without measured collective paths gets one ring over its link at the link's efficiency,
+# with this latency per ring step (NCCL's Simple protocol over NVLink: a few microseconds per
+# step; an assumption until the spec lists published or measured figures).
+DEFAULT_STEP_LATENCY_S = 2e-6
+
+
+def _gpus_per_node(spec: HardwareFile) -> int:
+    g = spec.interconnect.gpus_per_node
+    return int(g.value) if g else 8
+
+
+def _paths(specs: dict) -> tuple:
+    return tuple(CollectivePath(name, frozenset(p.kinds), p.step_latency_us.value * 1e-6,
+                                p.busbw_gb_per_s.value * 1e9, p.scaling)
+                 for name, p in specs.items())
+
+
+def _default_paths(spec: HardwareFile) -> tuple:
+    bw = spec.interconnect.gb_per_s.value * 1e9 * spec.efficiency.interconnect.value
+    return (CollectivePath("ring (default)", frozenset(COLLECTIVE_KINDS), DEFAULT_STEP_LATENCY_S,
+                           bw, "ring"),)
+
+
 def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
     m = spec.memory
     eff = spec.efficiency
@@ -277,6 +320,9 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         smem_per_sm_bytes=m.smem_per_sm_kb.value * 1024,
         sm_count=int(spec.sm_count.value),
         link_bytes_per_s=spec.interconnect.gb_per_s.value * 1e9,
+        gpus_per_node=_gpus_per_node(spec),
+        collective_paths=_paths(spec.interconnect.collectives) or _default_paths(spec),
+        network_paths=_paths(spec.interconnect.network),
         eager_dispatch_s=spec.launch.eager_dispatch_us.value * 1e-6,
         graph_launch_s=spec.launch.graph_launch_us.value * 1e-6,
         min_kernel_s=spec.launch.min_kernel_us.value * 1e-6,

@@ -14,8 +14,9 @@ RUNS_ON_ONE_GPU = {"collective", "opaque"}
 
 
 def test_the_library_holds_every_kind():
-    assert len(KINDS) == 59       # 40, then issue 13's indexing, slicing, ordering, MoE, MLA and
-                                  # the generic elementwise, fill and expand of traced graphs
+    assert len(KINDS) == 61       # 40, then issue 13's indexing, slicing, ordering, MoE, MLA and
+                                  # the generic elementwise, fill and expand of traced graphs;
+                                  # issue 16's all_to_all and send_recv
     assert set(UNARY_FLOPS) | set(BINARY_KINDS) <= set(KINDS)
 
 
