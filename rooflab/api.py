@@ -62,3 +62,27 @@ def predict_matrix(graph: Graph, gpus: list[Hardware], schedules: list[str], lau
             comparisons += [compare.compare(ps[0], p) for p in ps[1:]]
     return preds, comparisons
 
+
+
+def predict_pipeline(source: str, hw: Hardware, sets: dict | None = None, phase: str = "decode",
+                     schedule_name: str = "unfused", launch: str = "eager", pp: int = 2,
+                     nodes: int = 1, microbatches: int = 1):
+    """A traced hf: step cut into `pp` pipeline stages (rooflab/trace/pipeline.py), each priced
+    on `hw`, the stages placed in order on `nodes` nodes: (stage predictions, PipelineTime).
+    `sets` as for load_workload (its `tp`, `batch`); with `microbatches` m, each stage runs the
+    step at batch / m, m times."""
+    from rooflab.trace import pipeline
+    sets = dict(sets or {})
+    batch = sets.get("batch", 1)
+    if microbatches < 1 or batch % microbatches:
+        raise RooflabError(f"--microbatches {microbatches}: batch {batch} does not divide "
+                           "into that many micro-batches")
+    if nodes < 1 or pp % nodes:
+        raise RooflabError(f"--nodes {nodes}: {pp} pipeline stages do not spread evenly over "
+                           f"{nodes} nodes")
+    graph = load_workload(source, {**sets, "batch": batch // microbatches}, phase)
+    per_node = pp // nodes
+    across = tuple(s > 0 and s // per_node != (s - 1) // per_node for s in range(pp))
+    preds = [predict_graph(g, hw, schedule_name, launch)
+             for g in pipeline.stages(graph, pp, across)]
+    return preds, pipeline.PipelineTime(tuple(p.totals.time_s for p in preds), microbatches)

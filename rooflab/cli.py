@@ -174,6 +174,10 @@ def predict(
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
     phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
     inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
+    tp: Annotated[int, typer.Option("--tp", help="hf: sources: tensor-parallel GPUs (the model sharded, collectives added).")] = 1,
+    pp: Annotated[int, typer.Option("--pp", help="hf: sources: pipeline stages (layers cut into stages, send/recv between).")] = 1,
+    nodes: Annotated[int, typer.Option("--nodes", help="With --pp: nodes the stages spread over (stage boundaries between nodes use the network).")] = 1,
+    microbatches: Annotated[int, typer.Option("--microbatches", help="With --pp: micro-batches the batch is cut into.")] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (schema rooflab.prediction/1) instead of tables.")] = False,
     all_kernels: Annotated[bool, typer.Option("--all", help="One row per kernel; do not fold repeated blocks.")] = False,
     html: Annotated[Optional[str], typer.Option("--html", help="Also write an interactive HTML report here.")] = None,
@@ -186,6 +190,20 @@ def predict(
     if html:
         _check_output("--html", html, force)             # fail before predicting
     overrides = wl.parse_sets(sets)
+    if tp > 1 or pp > 1:
+        if not workload.startswith("hf:"):
+            raise RooflabError(f"--tp/--pp shard hf: models; a workload file is priced as "
+                               f"written (write it per GPU, with a tp parameter, as "
+                               f"workloads/tp_layer_allreduce.yaml does)")
+        overrides["tp"] = tp
+    if pp > 1:
+        from rooflab.report import parallel
+        gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
+        for hw in gpus:
+            preds, timing = api.predict_pipeline(workload, hw, overrides, phase, schedule,
+                                                 _launches(launch)[0], pp, nodes, microbatches)
+            typer.echo(parallel.render(preds, timing, tp))
+        return
     graph = api.load_workload(workload, overrides, phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
     schedules = _split(compare) if compare is not None else [schedule]

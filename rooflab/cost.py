@@ -272,9 +272,9 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
         reread += c.reread_bytes
         link += c.link_bytes
         if c.collective:
-            kind, size, world = c.collective
-            paths = hw.network_paths if world > hw.gpus_per_node and hw.network_paths \
-                else hw.collective_paths
+            kind, size, world, across = c.collective
+            paths = hw.network_paths if (across or world > hw.gpus_per_node) \
+                and hw.network_paths else hw.collective_paths
             link_s = link_s + collective_time(paths, kind, world, size)[0]
         extra_passes = 0
         if c.row_bytes > hw.smem_per_sm_bytes:

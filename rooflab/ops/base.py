@@ -66,8 +66,9 @@ class OpCost:
     writes: tuple[tuple[int, int], ...] = ()   # (position in op.outputs, bytes written to it)
     reread_bytes: int = 0    # traffic beyond one pass that caches serve (attention K/V re-reads)
     link_bytes: int = 0      # bytes each GPU sends over the interconnect
-    collective: tuple[str, int, int] | None = None   # (kind, size in bytes, GPUs): priced by
-                             # rooflab.collectives (size in nccl-tests' convention)
+    collective: tuple[str, int, int, bool] | None = None   # (kind, size in bytes, GPUs,
+                             # across nodes): priced by rooflab.collectives (size in nccl-tests'
+                             # convention)
     row_bytes: int = 0       # fp32 bytes of one reduction row that must stay on chip
     passes_if_spilled: int = 1   # passes over the input when the row does not fit on chip
     gemm_mnb: tuple[int, int, int] | None = None   # a GEMM's (M, N, batch): its output tiles

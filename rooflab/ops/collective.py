@@ -43,10 +43,12 @@ def _cost(op, ins, outs):
     flops = x.numel * (n - 1) // n if op.kind in ("all_reduce", "reduce_scatter") else 0
     reads, writes = read_write_once(ins, outs)
     return OpCost(vector_flops=flops, reads=reads, writes=writes, link_bytes=link,
-                  collective=(op.kind, size, n))
+                  collective=(op.kind, size, n, bool(op.attrs.get("across_nodes", False))))
 
 
 _WORLD = Attr("int", "GPUs taking part", min=1, required=True)
+_ACROSS = Attr("bool", "the GPUs are on several nodes: priced on the spec's network paths "
+                       "(default: only when world_size is over the GPUs of one node)")
 _DOCS = {
     "all_reduce": "every GPU ends with the sum; each sends 2(n-1)/n of the tensor",
     "all_gather": "concatenate along `axis` (default 0); each sends (n-1)/n of the output",
@@ -57,7 +59,7 @@ _DOCS = {
                  "the GPUs the pair spans (2 within a node; more than a node's GPUs: across)",
 }
 for _kind, _doc in _DOCS.items():
-    _attrs = {"world_size": _WORLD}
+    _attrs = {"world_size": _WORLD, "across_nodes": _ACROSS}
     if _kind in ("all_gather", "reduce_scatter"):
         _attrs["axis"] = Attr("int", "the axis gathered or scattered (default 0)")
     register(OpKind(

@@ -87,8 +87,10 @@ def render(pred: Prediction, all_kernels: bool = False, max_name: int = 34) -> s
              format_time(t.launch_s), t.bound, format_time(t.time_s)]
     lines = [head, ""] + _grid(cols, body, total)
     if t.link_bytes:
+        link_kernels = sum(k.time_s for k in pred.kernels if k.link_s)
         lines.append(f"interconnect: {format_bytes(t.link_bytes)} sent per GPU, "
-                     f"{format_time(t.link_s)}")
+                     f"{format_time(t.link_s)} on the links; the collectives' kernels take "
+                     f"{link_kernels / t.time_s:.0%} of the step")
     for n in pred.notes:
         lines.append(f"note: {n}")
     return "\n".join(printable(line) for line in lines)    # names come from the user's files
