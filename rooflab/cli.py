@@ -175,6 +175,7 @@ def predict(
     phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
     inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
     tp: Annotated[int, typer.Option("--tp", help="hf: sources: tensor-parallel GPUs (the model sharded, collectives added).")] = 1,
+    ep: Annotated[int, typer.Option("--ep", help="hf: sources: expert-parallel GPUs of a MoE (experts split, all-to-all added).")] = 1,
     pp: Annotated[int, typer.Option("--pp", help="hf: sources: pipeline stages (layers cut into stages, send/recv between).")] = 1,
     nodes: Annotated[int, typer.Option("--nodes", help="With --pp: nodes the stages spread over (stage boundaries between nodes use the network).")] = 1,
     microbatches: Annotated[int, typer.Option("--microbatches", help="With --pp: micro-batches the batch is cut into.")] = 1,
@@ -190,12 +191,12 @@ def predict(
     if html:
         _check_output("--html", html, force)             # fail before predicting
     overrides = wl.parse_sets(sets)
-    if tp > 1 or pp > 1:
+    if tp > 1 or pp > 1 or ep > 1:
         if not workload.startswith("hf:"):
-            raise RooflabError(f"--tp/--pp shard hf: models; a workload file is priced as "
-                               f"written (write it per GPU, with a tp parameter, as "
-                               f"workloads/tp_layer_allreduce.yaml does)")
-        overrides["tp"] = tp
+            raise RooflabError("--tp/--ep/--pp shard hf: models; a workload file is priced as "
+                               "written (write it per GPU, with a tp parameter, as "
+                               "workloads/tp_layer_allreduce.yaml does)")
+        overrides.update({k: v for k, v in (("tp", tp), ("ep", ep)) if v > 1})
     if pp > 1:
         from rooflab.report import parallel
         gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
@@ -475,6 +476,7 @@ def serve_cmd(
     prefill: Annotated[Optional[str], typer.Option("--prefill", help="A prefill workload YAML (batch, seq) when MODEL's YAML has no seq.")] = None,
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step, each against the cache so far.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per model copy (hf: models are sharded).")] = 1,
+    ep: Annotated[int, typer.Option("--ep", help="Expert-parallel groups of a MoE (hf: models): experts split, tokens exchanged; each group serves its own batch.")] = 1,
     max_tpot: Annotated[Optional[str], typer.Option("--max-tpot", help="Pick, per GPU and length, the batch with the most tokens/s under this TPOT (50ms, 0.05s).")] = None,
     max_ttft: Annotated[Optional[str], typer.Option("--max-ttft", help="Likewise under this TTFT.")] = None,
     sets: Annotated[list[str], typer.Option("--set", help="Override another workload parameter (repeatable).")] = [],
@@ -488,7 +490,7 @@ def serve_cmd(
                                                             output_tokens, sets)
     limits = (_duration("--max-tpot", max_tpot), _duration("--max-ttft", max_ttft))
     table = serve.serve(model, gpus, batches, inputs, outputs, schedule, launch,
-                        prefill_source=prefill, sets=overrides, kv=kv, chunk=chunk, tp=tp)
+                        prefill_source=prefill, sets=overrides, kv=kv, chunk=chunk, tp=tp, ep=ep)
     title = ""
     if any(v is not None for v in limits):
         table = serve.best_under(table, *limits)
@@ -549,6 +551,7 @@ def sweep_cmd(
     prefill: Annotated[Optional[str], typer.Option("--prefill", help="A prefill workload YAML (batch, seq) when MODEL's YAML has no seq.")] = None,
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per model copy (hf: models are sharded).")] = 1,
+    ep: Annotated[int, typer.Option("--ep", help="Expert-parallel groups of a MoE (hf: models): experts split, tokens exchanged; each group serves its own batch.")] = 1,
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter; commas sweep it: --set kv_dtype=bf16,fp8 (repeatable).")] = [],
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write the table as CSV here.")] = None,
     json_path: Annotated[Optional[str], typer.Option("--json", help="Write the table as JSON (rooflab.serve/1) here.")] = None,
@@ -569,7 +572,7 @@ def sweep_cmd(
     variants = _variants(sets)
     table = serve.sweep(model, gpus, batches, inputs, outs, _names("--schedule", schedules, "unfused,fused"),
                         _launches(launches), prefill_source=prefill, variants=variants, kv=kv,
-                        chunk=chunk, tp=tp)
+                        chunk=chunk, tp=tp, ep=ep)
     for option, path in outputs:
         if option == "--html":
             from rooflab.report import html as html_report

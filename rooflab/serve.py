@@ -119,20 +119,22 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
           inputs: list[int], outputs: list[int], schedule: str = "fused",
           launch: str = "graph", *, prefill_source: str | None = None,
           sets: dict[str, int] | None = None, kv: str = "growing",
-          chunk: int | None = None, tp: int = 1) -> ServeTable:
+          chunk: int | None = None, tp: int = 1, ep: int = 1) -> ServeTable:
     """The ServeTable of every GPU x input x output x batch (in that nesting order). `chunk`:
     prefill the prompts `chunk` tokens at a time, each chunk attending over the cache so far
     (chunked prefill), instead of in one step. `tp`: each step runs on `tp` GPUs with
     tensor parallelism (hf: models are sharded and get their collectives; a workload must
-    declare `tp` and be written per GPU); memory is per GPU, tokens/s per GPU."""
+    declare `tp` and be written per GPU); memory is per GPU, tokens/s per GPU. `ep`: a MoE's
+    experts spread over `ep` such groups, each serving its own `batch` (hf: models)."""
     _check_sizes(batches, inputs, outputs)
-    if int(tp) != tp or tp < 1:
-        raise RooflabError(f"--tp: a positive number of GPUs, got {tp}")
+    for flag, n in (("--tp", tp), ("--ep", ep)):
+        if int(n) != n or n < 1:
+            raise RooflabError(f"{flag}: a positive number of GPUs, got {n}")
     if kv not in KV_MODES:
         raise RooflabError(f"--kv must be one of {', '.join(KV_MODES)}, got '{kv}'")
     if not isinstance(source, Steps):
-        if tp > 1:
-            sets = {**(sets or {}), "tp": tp}
+        sets = {**(sets or {}), **({"tp": tp} if tp > 1 else {}),
+                **({"ep": ep} if ep > 1 else {})}
         steps = steps_of(source, prefill_source, sets)
     else:
         steps = source
@@ -148,7 +150,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
         for n_in in inputs:
             for n_out in outputs:
                 parts.append(_one(steps, hw, np.asarray(batches), n_in, n_out, schedule,
-                                  launch, kv, chunk, tp))
+                                  launch, kv, chunk, tp, ep))
                 largest.append(dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out,
                                     batch=largest_batch(steps, hw, schedule, n_in, n_out,
                                                         chunk)))
@@ -156,7 +158,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
     meta = dict(model=steps.name, schedule=schedule, launch=launch, kv=kv,
                 method="every decode step priced at its own context" if kv == "growing"
                 else "every decode step priced at input + output (a static cache)",
-                chunk=chunk, tp=tp,
+                chunk=chunk, tp=tp, ep=ep,
                 largest_batch=largest)
     return ServeTable(cols, meta)
 
@@ -269,7 +271,7 @@ def _prefill_times(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int,
 
 def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
          schedule: str, launch: str, kv: str, chunk: int | None,
-         tp: int = 1) -> dict[str, np.ndarray]:
+         tp: int = 1, ep: int = 1) -> dict[str, np.ndarray]:
     n = len(batches)
     mem = _memory(steps, hw, schedule, batches, n_in, n_out, chunk)
     total = sum(mem.values())
@@ -290,7 +292,7 @@ def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
     return dict(
         gpu=np.array([hw.name] * n, dtype=object), schedule=np.array([schedule] * n, dtype=object),
         launch=np.array([launch] * n, dtype=object), variant=np.array([""] * n, dtype=object),
-        gpus=np.full(n, float(tp)), batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
+        gpus=np.full(n, float(tp * ep)), batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
         output_tokens=np.full(n, float(n_out)), fits=fits, **mem, memory_bytes=total,
         hbm_bytes=np.full(n, float(hw.hbm_bytes)), ttft_s=priced(ttft), tpot_s=priced(tpot),
         latency_s=priced(latency), tokens_per_s=priced(batches * n_out / latency / tp),
@@ -361,19 +363,20 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
           outputs: list[int], schedules: list[str], launches: list[str], *,
           prefill_source: str | None = None, sets: dict[str, int | str] | None = None,
           variants: list[dict[str, int | str]] | None = None, kv: str = "growing",
-          chunk: int | None = None, tp: int = 1) -> ServeTable:
+          chunk: int | None = None, tp: int = 1, ep: int = 1) -> ServeTable:
     """`serve` over every variant (a dict of --set values: {"kv_dtype": "fp8_e4m3"}) x schedule
     x launch mode too: one table of all the configurations."""
     from rooflab.sweep_table import concat
     tables = []
     for variant in variants or [{}]:
         steps = steps_of(source, prefill_source,
-                         {**(sets or {}), **variant, **({"tp": tp} if tp > 1 else {})})
+                         {**(sets or {}), **variant, **({"tp": tp} if tp > 1 else {}),
+                          **({"ep": ep} if ep > 1 else {})})
         label = ",".join(f"{k}={v}" for k, v in variant.items())
         for s in schedules:
             for mode in launches:
                 t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv, chunk=chunk,
-                          tp=tp)
+                          tp=tp, ep=ep)
                 t.columns["variant"][:] = label
                 tables.append(t)
     out = concat(tables)

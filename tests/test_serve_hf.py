@@ -58,3 +58,46 @@ def test_tp_that_does_not_divide_is_one_line():
     assert r.exit_code == 2
     assert "--tp 3: 32 attention heads do not divide by 3" in r.output
     assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_expert_parallel_splits_the_experts_and_exchanges_the_rows():
+    # Mixtral-8x7B at batch 2 (decode): 2 tokens x top-2 = 4 routed rows of 4096 bf16
+    g = load("hf:mixtral-8x7b", {"batch": 2, "context": 64, "ep": 4}, "decode")
+    a2a = [o for o in g.ops if o.kind == "all_to_all"]
+    assert len(a2a) == 2 * 32                          # dispatch and combine, 32 layers
+    assert all(g.tensors[o.inputs[0]].shape == (4, 4096) and o.attrs["world_size"] == 4
+               for o in a2a)
+    made = {t for o in g.ops for t in o.outputs}
+    w1 = next(t for n, t in g.tensors.items() if n not in made and "experts" in n)
+    assert w1.shape[0] == 2                            # 8 experts / 4 GPUs
+    r = CliRunner().invoke(app, ["serve", "hf:mixtral-8x7b", "--ep", "3"])
+    assert r.exit_code == 2 and "--ep 3: 8 experts do not divide by 3" in r.output
+
+
+def test_pipeline_stages_by_hand():
+    from rooflab import api
+    from rooflab.trace import pipeline
+    # Llama-3.2-1B prefill, 16 layers in 4 stages of 4; each later stage receives the residual
+    # stream [2, 64, 2048] bf16 = 524,288 B through one send_recv
+    g = load("hf:llama3.2-1b", {"batch": 2, "seq": 64}, "prefill")
+    st = pipeline.stages(g, 4)
+    recv = [[o for o in s.ops if o.kind == "send_recv"] for s in st]
+    assert [len(r) for r in recv] == [0, 1, 1, 1]
+    assert all(s.tensors[r[0].inputs[0]].nbytes == 2 * 64 * 2048 * 2 for s, r in zip(st[1:],
+                                                                                      recv[1:]))
+    layers = [{int(n.split("layers.")[1].split(".")[0]) for n in (o.name for o in s.ops)
+               if "layers." in n} for s in st]
+    assert layers == [set(range(4 * i, 4 * i + 4)) for i in range(4)]
+    assert sum(o.name.startswith("lm_head") for o in st[3].ops) > 0
+    assert not any(o.name.startswith("lm_head") for s in st[:3] for o in s.ops)
+    # 3 stages of 16 layers do not exist
+    with pytest.raises(Exception, match="16 layers do not divide into 3 stages"):
+        pipeline.stages(g, 3)
+    # the step: stages in turn for the first of 4 micro-batches, then 3 at the slowest's pace
+    t = pipeline.PipelineTime((1.0, 2.0, 1.0, 1.0), 4)
+    assert t.time_s == 5.0 + 3 * 2.0 and t.bubble == pytest.approx(1 - 5 * 4 / (4 * 11))
+    hw = api.load_hardware("h100-sxm")
+    preds, timing = api.predict_pipeline("hf:llama3.2-1b", hw, {"batch": 8, "seq": 64},
+                                         "prefill", "fused", "graph", pp=4, microbatches=4)
+    assert timing.time_s == pytest.approx(sum(p.totals.time_s for p in preds)
+                                          + 3 * max(p.totals.time_s for p in preds))

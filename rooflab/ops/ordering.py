@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from rooflab.dtypes import lookup
 from rooflab.ops.base import (Attr, OpCost, OpKind, Role, ShapeError, TritonHook, axis_of,
                               out_dtype, read_write_once, register)
@@ -64,7 +66,10 @@ def _sort_infer(op, ins):
 def _sort_cost(op, ins, outs):
     x = ins[0]
     n = x.shape[axis_of(op, x)]
-    # a comparison sort of n keys: n * ceil(log2 n) comparisons per row
+    # a comparison sort of n keys: n * ceil(log2 n) comparisons per row (per point of a
+    # sweep's grid when n varies over it: numpy's log2)
+    if isinstance(n, np.ndarray):
+        return _row_cost(op, ins, outs, np.where(n > 1, np.maximum(1, np.ceil(np.log2(n))), 0))
     return _row_cost(op, ins, outs, max(1, math.ceil(math.log2(n))) if n > 1 else 0)
 
 

@@ -66,14 +66,15 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
         if inputs:
             raise RooflabError("--input is for py: sources; an hf: model's inputs come from "
                                "--phase and --set batch/seq/context/logit_tokens")
-        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp"}
+        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep"}
         if unknown:
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
-                               "context, logit_tokens and tp")
-        graph = _traced_hf(source[3:], phase, tuple(sorted(sets.items())))
-        if sets.get("tp", 1) > 1:
-            from rooflab.trace.tensor_parallel import tensor_parallel
-            graph = tensor_parallel(graph, sets["tp"])
+                               "context, logit_tokens, tp and ep")
+        # expert parallelism reshapes the traced graph; the trace itself does not change
+        traced = tuple(sorted((k, v) for k, v in sets.items() if k != "ep"))
+        graph = _traced_hf(source[3:], phase, traced)
+        from rooflab.trace.sharding import expert_parallel, tensor_parallel
+        graph = expert_parallel(tensor_parallel(graph, sets.get("tp", 1)), sets.get("ep", 1))
         return graph
     target = source[3:]
     file, sep, factory = target.rpartition(":")

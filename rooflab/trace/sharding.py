@@ -1,4 +1,7 @@
-"""The collectives of Megatron-style tensor parallelism, added to a traced step of one GPU.
+"""Sharding a traced step across GPUs: tensor parallelism (its collectives added to a step
+traced from a sharded config) and expert parallelism (a MoE's experts split, tokens exchanged).
+
+Tensor parallelism, Megatron-style:
 
 A model traced from a config sharded `tp` ways (zoo.shard_config: heads, KV heads, MLP columns
 and vocabulary divided) is what one GPU computes, but without the communication that makes the
@@ -20,6 +23,7 @@ from dataclasses import replace
 
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph, Op, Tensor
+from rooflab.ops import KINDS, Role
 
 _BLOCKS = re.compile(r"^(.*\blayers\.\d+\.(?:self_attn|mlp|block_sparse_moe|feed_forward))\.")
 _EMBED = re.compile(r"^(.*\bembed_tokens)\.")
@@ -80,3 +84,62 @@ def tensor_parallel(graph: Graph, tp: int) -> Graph:
     outputs = frozenset(renamed.get(t, t) for t in graph.outputs)
     return replace(graph, tensors=tensors, ops=tuple(ops), outputs=outputs,
                    description=graph.description + f"; {tp}-way tensor parallel, per GPU")
+
+
+def expert_parallel(graph: Graph, ep: int) -> Graph:
+    """`graph` as one of `ep` expert-parallel GPUs runs it: each MoE layer's expert weights
+    ([E, K, N] inputs of its `grouped_matmul`s) hold E / ep experts, and the rows routed to
+    experts go to the GPU holding them and come back: an all_to_all of the first grouped GEMM's
+    input (dispatch) and of the last one's output (combine). Each GPU serves its own batch (the
+    attention runs data-parallel), so with balanced routing it receives as many rows as it sends.
+    RooflabError when the model has no experts or E does not divide by ep."""
+    if ep == 1:
+        return graph
+    by_module: dict[str, list[int]] = {}
+    for i, op in enumerate(graph.ops):
+        if op.kind == "grouped_matmul":
+            by_module.setdefault(op.name.rsplit(".", 1)[0], []).append(i)
+    if not by_module:
+        raise RooflabError(f"--ep {ep}: {graph.name} has no experts (no grouped_matmul)")
+    tensors = dict(graph.tensors)
+    producer = {t: op for op in graph.ops for t in op.outputs}
+    for idx in by_module.values():
+        for i in idx:
+            name = graph.ops[i].inputs[1]
+            e = tensors[name].shape[0]
+            if e % ep:
+                raise RooflabError(f"--ep {ep}: {e} experts do not divide by {ep}")
+            # the weight and the views it reaches the GEMM through (a transpose of its last
+            # two dimensions) lead with the expert dimension
+            while True:
+                w = graph.tensors[name]
+                tensors[name] = Tensor(name, (w.shape[0] // ep,) + w.shape[1:], w.dtype)
+                op = producer.get(name)
+                if op is None or KINDS[op.kind].role is not Role.VIEW:
+                    break
+                name = op.inputs[0]
+    dispatch = {graph.ops[idx[0]].inputs[0]: graph.ops[idx[0]].name.rsplit(".", 1)[0]
+                for idx in by_module.values()}
+    combine = {graph.ops[idx[-1]].outputs[0]: graph.ops[idx[-1]].name.rsplit(".", 1)[0]
+               for idx in by_module.values()}
+    renamed: dict[str, str] = {}
+    ops: list[Op] = []
+
+    def exchange(t: str, module: str, what: str, block: str) -> None:
+        new = f"{t}.{what}"
+        tensors[new] = Tensor(new, tensors[t].shape, tensors[t].dtype)
+        ops.append(Op(f"{module}.{what}_all_to_all", "all_to_all", (t,), (new,),
+                      {"world_size": ep}, block=block))
+        renamed[t] = new
+    for op in graph.ops:
+        for t in op.inputs:
+            if t in dispatch and t not in renamed:
+                exchange(t, dispatch[t], "dispatch", op.block)
+        ins = tuple(renamed.get(t, t) for t in op.inputs)
+        ops.append(replace(op, inputs=ins) if ins != op.inputs else op)
+        for t in op.outputs:
+            if t in combine:
+                exchange(t, combine[t], "combine", op.block)
+    outputs = frozenset(renamed.get(t, t) for t in graph.outputs)
+    return replace(graph, tensors=tensors, ops=tuple(ops), outputs=outputs,
+                   description=graph.description + f"; {ep}-way expert parallel, per GPU")
