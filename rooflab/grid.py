@@ -72,6 +72,18 @@ class Values(np.ndarray):
     def __itruediv__(self, other):
         return self / other
 
+    # messages name sizes (a fusion refusal says how many elements); over a grid a size is a
+    # range, and printing thousands of numbers would cost more than the pricing
+    def __str__(self) -> str:
+        a = self.view(np.ndarray)
+        lo, hi = a.min(), a.max()
+        return f"{lo:g}" if lo == hi else f"{lo:g}..{hi:g}"
+
+    __repr__ = __str__
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
     def __index__(self) -> int:
         raise TypeError("a size that varies over a sweep's grid cannot be used as an index")
 

@@ -75,12 +75,21 @@ class ParametricStep:
 
     def graph(self, x, y) -> Graph:
         from rooflab.trace.aten_map import gemm_launches
-        tensors = {n: Tensor(n, tuple(f.at(x, y) for f in fits), self.template.tensors[n].dtype)
+        # a step has few distinct dimensions (batch, 32 * batch, context + 1, ...): each is
+        # worked out once, and the tensors sharing it share its value
+        memo: dict[Fit, object] = {}
+
+        def at(f: Fit):
+            v = memo.get(f)
+            if v is None:
+                v = memo[f] = f.at(x, y)
+            return v
+        tensors = {n: Tensor(n, tuple(at(f) for f in fits), self.template.tensors[n].dtype)
                    for n, fits in self.shapes.items()}
         ops = []
         for op, attrs, gemm in zip(self.template.ops, self.attrs, self.gemm):
-            new = {k: (v.at(x, y) if isinstance(v, Fit)
-                       else [e.at(x, y) if isinstance(e, Fit) else e for e in v]
+            new = {k: (at(v) if isinstance(v, Fit)
+                       else [at(e) if isinstance(e, Fit) else e for e in v]
                        if isinstance(v, list) else v) for k, v in attrs.items()}
             launches = op.launches
             if gemm:
