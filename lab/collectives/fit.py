@@ -25,11 +25,26 @@ from rooflab import collectives as c  # noqa: E402
 LO, HI = 8 * 1024, 1024 ** 3
 
 
-def rows(system: str, kind: str):
-    data = yaml.safe_load((ROOT / "tests/data/nccl_published.yaml").read_text())
-    sysd = data[system]
-    table = np.array([r for r in sysd[kind] if LO <= r[0] <= HI], dtype=float)
-    return sysd, table[:, 0], table[:, 1] * 1e-6
+DATA = ROOT / "tests/data/nccl_published.yaml"
+
+
+def published_times(rows: list, kind: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(sizes in bytes, seconds) of a published table's rows [size, time_us, algbw, busbw]
+    from 8 KB to 1 GB; a time the source does not print follows from its busbw."""
+    sizes, times = [], []
+    for size, t_us, _, bus in rows:
+        if not LO <= size <= HI:
+            continue
+        sizes.append(size)
+        times.append(t_us * 1e-6 if t_us is not None else
+                     c.bus_factor(kind, n) * size / (bus * 1e9))
+    return np.array(sizes, dtype=float), np.array(times)
+
+
+def rows(system: str, kind: str, sweep: int = 0, data_file: Path = DATA):
+    sysd = yaml.safe_load(Path(data_file).read_text())[system]
+    sizes, times = published_times(sysd["sweeps"][sweep][kind], kind, int(sysd["gpus"]))
+    return sysd, sizes, times
 
 
 def fit(kind: str, n: int, sizes, times, scaling_a: str, scaling_b: str):
@@ -59,8 +74,10 @@ def main() -> None:
     ap.add_argument("system")
     ap.add_argument("kind")
     ap.add_argument("--scaling", default="ring", help="scaling of the bulk path")
+    ap.add_argument("--sweep", type=int, default=0, help="which published sweep of the system")
+    ap.add_argument("--data", default=str(DATA))
     args = ap.parse_args()
-    sysd, sizes, times = rows(args.system, args.kind)
+    sysd, sizes, times = rows(args.system, args.kind, args.sweep, args.data)
     n = int(sysd["gpus"])
     err, (la, ba), (lb, bb) = fit(args.kind, n, sizes, times, "ring", args.scaling)
     print(f"{args.system} {args.kind} on {n} GPUs: worst |error| {err:.1%}")
