@@ -20,6 +20,11 @@ ahead of the GPU, so a kernel waits only when the CPU has not issued it yet: sho
 the GPU idle (launch-bound); each kernel also pays min_kernel_s on the GPU. `graph` replays the
 step as a CUDA graph: one dispatch, then graph_launch_s per kernel (the per-kernel time of
 tiny kernels replayed back to back, so it includes the GPU-side start).
+
+Kernel implementations (rooflab/kernel_families.py): `aten` prices each one-op kernel's bytes
+at its ATen family's measured bandwidth curve, and a whole-tensor reduction as split over the
+grid, as eager PyTorch runs them; `rooflab` prices rooflab's generated kernels at the copy curve.
+A schedule's policy says which runs it (`unfused` is eager PyTorch's); `predict` can override.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from rooflab.collectives import collective_time
 from rooflab.graph import Graph
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
+from rooflab.kernel_families import IMPLEMENTATIONS, eager_family
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.schedule import Kernel, Schedule
@@ -62,6 +68,7 @@ class KernelCost:
     stopped_by: tuple[str, ...] = ()
     block: str = ""
     launches: int = 1       # CUDA kernels it launches
+    family: str = ""        # the ATen kernel family it was priced as ("" for rooflab kernels)
 
     @property
     def flops(self) -> int:
@@ -122,6 +129,7 @@ class Prediction:
     totals: Totals
     notes: tuple[str, ...] = field(default=())
     schedule: Schedule | None = field(default=None, repr=False, compare=False)
+    kernels_impl: str = "rooflab"       # the kernel implementation priced (IMPLEMENTATIONS)
 
 
 class _Graphinfo:
@@ -134,9 +142,10 @@ class _Graphinfo:
         self.consumers: dict[str, set[int]] = {}
         tensors = graph.tensors
         self.costs: list[OpCost] = []
+        self.families: list[str | None] = []     # each op's ATen kernel family
         # Repeated layers hold the same op on same-shaped tensors; cost rules speak of input
         # and output positions, not names, so one OpCost serves every copy.
-        cache: dict[tuple, OpCost] = {}
+        cache: dict[tuple, tuple[OpCost, str | None]] = {}
         for op in graph.ops:
             if KINDS[op.kind].role is not Role.VIEW:   # a view's readers count, not the view
                 for t in op.inputs:
@@ -147,8 +156,9 @@ class _Graphinfo:
                    *[(t.shape, t.dtype.name) for t in ins + outs], _attrs_key(op.attrs))
             c = cache.get(key)
             if c is None:
-                c = cache[key] = KINDS[op.kind].cost(op, ins, outs)
-            self.costs.append(c)
+                c = cache[key] = (KINDS[op.kind].cost(op, ins, outs), eager_family(op, ins, outs))
+            self.costs.append(c[0])
+            self.families.append(c[1])
         self.outputs = {self.rt(t) for t in graph.outputs}
         self.scatters = {i for i, op in enumerate(graph.ops) if KINDS[op.kind].role is Role.SCATTER}
 
@@ -198,18 +208,19 @@ def _attrs_key(attrs: dict) -> tuple:
 
 
 def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware,
-                 cache: dict | None = None) -> dict:
+                 cache: dict | None = None, kernels: str = "rooflab") -> dict:
     """KernelCost fields of one kernel: FLOPs, HBM bytes and busy time (`time_s`); the launch
-    model of the schedule adds launch_s and the bound. `cache` (kernel_key -> numbers) lets the
+    model of the schedule adds launch_s and the bound. `kernels`: the implementation that runs
+    it (IMPLEMENTATIONS). `cache` (kernel_key -> numbers, for one implementation) lets the
     kernels of identical layers be priced once."""
     g = info.graph
     if cache is None:
-        numbers = _kernel_numbers(info, kernel, hw)
+        numbers = _kernel_numbers(info, kernel, hw, kernels)
     else:
         key = kernel_key(info, kernel)
         numbers = cache.get(key)
         if numbers is None:
-            numbers = cache[key] = _kernel_numbers(info, kernel, hw)
+            numbers = cache[key] = _kernel_numbers(info, kernel, hw, kernels)
     return dict(
         name=kernel.name, ops=tuple(g.ops[i].name for i in kernel.ops),
         kinds=tuple(g.ops[i].kind for i in kernel.ops), fusion=kernel.fusion, **numbers,
@@ -241,9 +252,16 @@ def kernel_key(info: _Graphinfo, kernel: Kernel) -> tuple:
     return tuple(parts)
 
 
-def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
+def aten_family(info: _Graphinfo, kernel: Kernel) -> str:
+    """The ATen family of a one-op kernel as eager PyTorch runs it ("" for a fused kernel or an
+    op whose time is not a bandwidth curve's)."""
+    return (info.families[kernel.ops[0]] or "") if len(kernel.ops) == 1 else ""
+
+
+def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str) -> dict:
     """The counts and times of `price_kernel`'s record."""
     g = info.graph
+    family = aten_family(info, kernel) if kernels == "aten" else ""
     members = set(kernel.ops)
     made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
     reads: dict[tuple[str, tuple], int] = {}     # (root, region) -> bytes read
@@ -260,8 +278,9 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
             m = c.gemm_mnb[0]
             row_tiles = vmax(row_tiles, -(-m // gemm_tile(*c.gemm_mnb, hw.sm_count)[0]))
         dequant += c.dequant_elems
-        if c.row_bytes:
-            # a row kernel runs one program per row: fewer rows than SMs leave SMs idle
+        if c.row_bytes and family != "reduce_all":
+            # a row kernel runs one program per row: fewer rows than SMs leave SMs idle (ATen
+            # splits a whole-tensor reduction over the grid instead)
             op = g.ops[i]
             rows = g.tensors[op.inputs[0]].numel // (c.row_bytes // 4)
             waves = vmin(waves, rows / hw.sm_count)
@@ -320,13 +339,13 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware) -> dict:
     dequant_s = dequant * row_tiles / hw.dequant_rate / waves if dequant else 0.0
     compute_s = vmax(vmax(tensor_s + sfu_s + dequant_s, vector_s), sfu_s) / balance
     moved = read_bytes + writes
-    memory_s = moved / hw.hbm_rate_for(moved) / waves if moved else 0.0
+    memory_s = moved / hw.hbm_rate_for(moved, family) / waves if moved else 0.0
     return dict(
         tensor_flops=sum(tensor_by_dtype.values()),
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,
         hbm_read_bytes=read_bytes, hbm_write_bytes=writes, l2_reread_bytes=reread,
         link_bytes=link, compute_s=compute_s, memory_s=memory_s, link_s=link_s,
-        time_s=_busy(compute_s, memory_s, link_s))
+        time_s=_busy(compute_s, memory_s, link_s), family=family)
 
 
 def _attention_reread(info: _Graphinfo, kernel: Kernel) -> int:
@@ -409,13 +428,19 @@ def _largest(values: tuple):
     return best_i
 
 
-def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Prediction:
-    """Price every kernel of `schedule` on `hw` and run the launch model. Times in seconds."""
+def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
+            kernels: str | None = None) -> Prediction:
+    """Price every kernel of `schedule` on `hw` and run the launch model. Times in seconds.
+    `kernels`: the implementation that runs the kernels (IMPLEMENTATIONS; default: the one the
+    schedule's policy names)."""
     if launch not in LAUNCH_MODES:
         raise ValueError(f"launch mode must be one of {LAUNCH_MODES}")
+    kernels = kernels or schedule.policy.kernels
+    if kernels not in IMPLEMENTATIONS:
+        raise ValueError(f"kernel implementation must be one of {IMPLEMENTATIONS}")
     info = _Graphinfo(schedule.graph)
     cache: dict = {}
-    priced = [price_kernel(info, k, hw, cache) for k in schedule.kernels]
+    priced = [price_kernel(info, k, hw, cache, kernels) for k in schedule.kernels]
     out: list[KernelCost] = []
     cpu_s = gpu_s = 0.0
     if launch == "graph":
@@ -439,9 +464,20 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager") -> Predicti
     gpu_work_s = sum(_busy(p["compute_s"], p["memory_s"], p["link_s"]) + overhead_s * p["launches"]
                      for p in priced)
     totals = _totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s)
-    notes = schedule.notes
+    notes = schedule.notes + _family_notes(out, hw)
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
-                      dict(schedule.graph.params), tuple(out), totals, notes, schedule)
+                      dict(schedule.graph.params), tuple(out), totals, notes, schedule, kernels)
+
+
+def _family_notes(kernels: list[KernelCost], hw: Hardware) -> tuple[str, ...]:
+    """A note naming the ATen families this spec has no measured curve for (priced at the copy
+    curve instead)."""
+    missing = sorted({k.family for k in kernels if k.family and k.family not in hw.family_curves})
+    if not missing:
+        return ()
+    return (f"{hw.name}: no measured curve for the ATen kernel families {', '.join(missing)}; "
+            "their kernels are priced at copy bandwidth (`rooflab calibrate --gpu` measures "
+            "them)",)
 
 
 def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:

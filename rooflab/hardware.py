@@ -20,6 +20,7 @@ from rooflab.collectives import KINDS as COLLECTIVE_KINDS
 from rooflab.collectives import Path as CollectivePath
 from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
 from rooflab.errors import RooflabError
+from rooflab.kernel_families import FAMILIES
 from rooflab.yamlio import did_you_mean, load_yaml, raise_first
 
 SPEC_DIR = bundled.SPEC_DIR          # the bundled specs (rooflab/bundled.py says where they lie)
@@ -141,6 +142,9 @@ class HardwareFile(_Strict):
     efficiency: EfficiencySpec
     weight_only_gemm: list[Literal["int4", "int8", "fp8"]] = Field(
         default=[], description="weight dtypes with a fused dequant-in-GEMM kernel (W4A16, W8A16)")
+    # per ATen kernel family (rooflab/kernel_families.py), achieved fraction of HBM peak against
+    # bytes moved, as eager PyTorch's kernels reach it (from calibration)
+    kernel_families: dict[str, Curve] = {}
     calibrated_from: str | None = None    # measurement file the calibrated figures come from
     notes: str | None = None
 
@@ -160,6 +164,13 @@ class HardwareFile(_Strict):
             if fam not in self.tensor_tflops:
                 raise ValueError(f"efficiency.tensor_by_dtype names '{fam}', "
                                  "which tensor_tflops does not list")
+        for fam, curve in self.kernel_families.items():
+            if fam not in FAMILIES:
+                raise ValueError(f"kernel_families: unknown family '{fam}'"
+                                 + did_you_mean(fam, FAMILIES))
+            if curve.source not in self.sources:
+                raise ValueError(f"kernel_families.{fam}: source '{curve.source}' is not in "
+                                 "`sources`")
         for where, fig in self._figures():
             if fig.source not in self.sources:
                 raise ValueError(f"{where}: source '{fig.source}' is not in `sources`"
@@ -225,6 +236,8 @@ class Hardware:
     sfu_ops_per_s: float | None = None                # special-function-unit results per second
     dequant_weights_per_s: float | None = None        # int weights dequantized in registers /s
     attention_efficiency: float | None = None         # tensor efficiency inside FlashAttention
+    # ATen kernel family -> ((bytes moved, fraction of peak), ...), as hbm_curve
+    family_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -260,10 +273,11 @@ class Hardware:
     def hbm_rate(self) -> float:
         return self.hbm_bytes_per_s * self.hbm_efficiency
 
-    def hbm_rate_for(self, nbytes: float) -> float:
-        """Achievable HBM bytes/s for a kernel moving `nbytes`: the calibrated size curve,
+    def hbm_rate_for(self, nbytes: float, family: str | None = None) -> float:
+        """Achievable HBM bytes/s for a kernel moving `nbytes`: the ATen kernel family's
+        calibrated curve where `family` names one the spec measured, else the copy curve,
         interpolated in log(bytes) and flat beyond its ends; the flat efficiency without one."""
-        pts = self.hbm_curve
+        pts = self.family_curves.get(family) or self.hbm_curve
         if not pts:
             return self.hbm_rate
         if isinstance(nbytes, np.ndarray):      # a sweep's grid: the same curve, per point
@@ -336,6 +350,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         weight_only_gemm=frozenset(spec.weight_only_gemm),
         hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
         attention_efficiency=eff.attention.value if eff.attention else None,
+        family_curves={fam: tuple((mb * 1e6, f) for mb, f in c.points)
+                       for fam, c in spec.kernel_families.items()},
         dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9
                                if spec.dequant_gweights_per_s else None),
         sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value

@@ -39,6 +39,7 @@ class FusionPolicy:
     dequant_prologue: bool = False
     attention_pattern: bool = False
     reduction_prologue: bool = False
+    kernels: str = "rooflab"    # whose kernels run the schedule (rooflab/kernel_families.py)
 
     def allows(self, anchor: Role, role: Role) -> bool:
         return (anchor.value, role.value) in self.edges
@@ -46,7 +47,8 @@ class FusionPolicy:
 
 _PW, _GA, _RED, _GEMM, _SC = "pointwise", "gather", "reduction", "gemm", "scatter"
 POLICIES: dict[str, FusionPolicy] = {
-    "unfused": FusionPolicy("unfused", "one kernel per op, as eager PyTorch runs it"),
+    "unfused": FusionPolicy("unfused", "one kernel per op, as eager PyTorch runs it",
+                            kernels="aten"),
     "epilogue": FusionPolicy(
         "epilogue", "a GEMM absorbs the pointwise ops that follow it (bias, activation, scale, "
         "residual add, cast) while its output tile is on chip",

@@ -43,7 +43,7 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
                  schedule: str) -> CasePrediction:
     """Predictions for one case under one schedule, in the form the measurements take."""
     graph = workload.load_dict(workload_dict, params)
-    pred = api.predict_graph(graph, hw, schedule, "graph")
+    pred = api.predict_graph(graph, hw, schedule, "graph", "rooflab")
     kernels, classes, bounds, nbytes = {}, {}, {}, {}
     for k in pred.kernels:
         busy = max(k.compute_s, k.memory_s, k.link_s)
@@ -53,7 +53,8 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
         nbytes[k.name] = k.hbm_bytes
     graph_s = pred.totals.time_s - hw.eager_dispatch_s + hw.min_kernel_s - hw.graph_launch_s
     dispatch = hw.triton_launch_s or hw.eager_dispatch_s
-    eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager")
+    eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager",
+                              "rooflab")
     return CasePrediction(kernels, classes, bounds, graph_s, eager.totals.time_s - dispatch, nbytes)
 
 

@@ -97,7 +97,7 @@ def _triton_gemm_tflops(hw: Hardware, n: int) -> float:
     g = workload.load_dict({"name": "calibrate_gemm", "tensors": {"a": bf16, "b": bf16},
                             "ops": [{"kind": "matmul", "name": "mm", "inputs": ["a", "b"],
                                      "outputs": ["c"]}]})
-    sched = api.predict_graph(g, hw, "unfused", "graph").schedule
+    sched = api.predict_graph(g, hw, "unfused", "graph", "rooflab").schedule
     built = route.build(sched.graph, sched.kernels[0])
     env = {t: torch.randn(n, n, device="cuda", dtype=torch.bfloat16) for t in built.inputs}
     return 2 * n ** 3 / bench_kernel(lambda: built.run(env))[0] / 1e12

@@ -17,7 +17,7 @@ def dry_run(cases: list[Case], hw: Hardware, write=print) -> None:
     for case in cases:
         graph = workload.load_dict(case.workload)
         for s in SCHEDULES:
-            pred = api.predict_graph(graph, hw, s, "graph")
+            pred = api.predict_graph(graph, hw, s, "graph", "rooflab")
             for k in pred.schedule.kernels:
                 try:
                     b = route.build(pred.schedule.graph, k)

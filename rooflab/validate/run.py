@@ -92,7 +92,7 @@ def run_case(case: Case, hw: Hardware, seed: int = 0, log=print) -> CaseResult:
     graph = workload.load_dict(case.workload)
     scheds = []
     for s in SCHEDULES:
-        pred = api.predict_graph(graph, hw, s, "graph")
+        pred = api.predict_graph(graph, hw, s, "graph", "rooflab")
         if pred.notes:
             raise Unsupported("; ".join(pred.notes))
         scheds.append(_Sched(s, [route.build(pred.schedule.graph, k) for k in pred.schedule.kernels], pred))
