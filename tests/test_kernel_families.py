@@ -1,0 +1,119 @@
+"""ATen kernel families: which family each op falls into, and how a family's curve prices it.
+Curves and times worked out by hand on a copy of the H200 spec (4.8 TB/s peak, HBM efficiency
+0.89 without a curve)."""
+
+from dataclasses import replace
+
+import pytest
+
+from rooflab import api
+
+PEAK = 4.8e12
+
+
+def _kernels(write_yaml, text, hw, schedule="unfused", kernels=None):
+    return api.predict_graph(api.load_workload(write_yaml(text)), hw, schedule, "graph", kernels)
+
+
+GRAPH = """
+name: families
+tensors:
+  x: {shape: [1024, 4096], dtype: bf16}
+  y: {shape: [1024, 4096], dtype: bf16}
+  b: {shape: [4096], dtype: bf16}
+  w: {shape: [4096], dtype: bf16}
+  v: {shape: [16777216], dtype: fp32}
+  table: {shape: [32000, 4096], dtype: bf16}
+  ids: {shape: [64], dtype: int64}
+ops:
+  - {kind: add, name: add, inputs: [x, y], outputs: [a]}
+  - {kind: add, name: bias, inputs: [x, b], outputs: [ab]}
+  - {kind: silu, name: silu, inputs: [a], outputs: [s]}
+  - {kind: sum, name: rowsum, inputs: [x], outputs: [r]}
+  - {kind: sum, name: colsum, axis: 0, inputs: [x], outputs: [c]}
+  - {kind: sum, name: total, inputs: [v], outputs: [t]}
+  - {kind: softmax, name: softmax, inputs: [x], outputs: [p]}
+  - {kind: rmsnorm, name: rms, inputs: [x, w], outputs: [n1]}
+  - {kind: layernorm, name: ln, inputs: [x, w], outputs: [n2]}
+  - {kind: embedding, name: emb, inputs: [table, ids], outputs: [e]}
+  - {kind: concat, name: cat, axis: 0, inputs: [x, y], outputs: [xy]}
+  - {kind: matmul, name: mm, inputs: [x, table_t], outputs: [mmo]}
+outputs: [ab, s, r, c, t, p, n1, n2, e, xy, mmo]
+"""
+
+
+def _graph_text():
+    # a GEMM against a [4096, 4096] weight: its time is not a bandwidth curve's
+    return GRAPH.replace("  ids:", "  table_t: {shape: [4096, 4096], dtype: bf16}\n  ids:")
+
+
+def test_each_op_falls_into_its_family(write_yaml, h200):
+    p = _kernels(write_yaml, _graph_text(), h200)
+    families = {k.ops[0]: k.family for k in p.kernels}
+    assert families == {
+        "add": "elementwise", "bias": "elementwise_broadcast", "silu": "elementwise",
+        "rowsum": "reduce_row", "colsum": "reduce_column", "total": "reduce_all",
+        "softmax": "softmax", "rms": "rms_norm", "ln": "layer_norm", "emb": "embedding",
+        "cat": "cat", "mm": ""}
+    assert p.kernels_impl == "aten"
+
+
+def test_fused_schedules_run_rooflab_kernels(write_yaml, h200):
+    p = _kernels(write_yaml, _graph_text(), h200, schedule="fused")
+    assert p.kernels_impl == "rooflab"
+    assert all(k.family == "" for k in p.kernels)
+
+
+def test_a_family_curve_prices_its_kernels_and_only_them(write_yaml, h200):
+    # softmax measured at 20 % of peak up to 1 MB and 25 % from 100 MB on: its 8 MiB in + 8 MiB
+    # out (16.78 MB) lie between, at log-interpolated 0.20 + 0.05 x ln(16.78) / ln(100)
+    hw = replace(h200, family_curves={"softmax": ((1e6, 0.20), (100e6, 0.25))})
+    p = _kernels(write_yaml, _graph_text(), hw)
+    k = {k.ops[0]: k for k in p.kernels}
+    moved = 2 * 1024 * 4096 * 2
+    assert k["softmax"].hbm_bytes == moved
+    frac = 0.20 + 0.05 * 2.8201 / 4.6052           # ln(16.777216) = 2.8201, ln(100) = 4.6052
+    assert k["softmax"].memory_s == pytest.approx(moved / (PEAK * frac), rel=1e-4)  # 136.1 µs
+    # the add has no curve of its own: the copy curve (h200 has none: 0.89 of peak)
+    assert k["add"].memory_s == pytest.approx(3 * 1024 * 4096 * 2 / (PEAK * 0.89), rel=1e-12)
+    # rooflab's kernels ignore the ATen curves
+    r = _kernels(write_yaml, _graph_text(), hw, kernels="rooflab")
+    soft = next(x for x in r.kernels if x.ops == ("softmax",))
+    assert soft.memory_s == pytest.approx(moved / (PEAK * 0.89), rel=1e-12)
+
+
+def test_whole_tensor_reduction_splits_over_the_grid(write_yaml, h200):
+    # x.sum() over 16M fp32 (64 MiB): ATen splits it over every SM, so it streams at the copy
+    # rate: 67108864 + 4 bytes / (4.8e12 x 0.89) = 15.71 µs. rooflab's row kernel gives the one
+    # row to one program: 1/132 of the SMs, 132 x longer.
+    text = """
+name: total
+tensors: {v: {shape: [16777216], dtype: fp32}}
+ops: [{kind: sum, name: total, inputs: [v], outputs: [t]}]
+"""
+    aten = _kernels(write_yaml, text, h200).kernels[0]
+    assert aten.memory_s == pytest.approx((67108864 + 4) / (PEAK * 0.89), rel=1e-12)
+    own = _kernels(write_yaml, text, h200, kernels="rooflab").kernels[0]
+    assert own.memory_s == pytest.approx(aten.memory_s * 132, rel=1e-12)
+
+
+def test_a_spec_without_curves_says_so(write_yaml, h200):
+    p = _kernels(write_yaml, _graph_text(), h200)
+    note = [n for n in p.notes if "ATen kernel families" in n]
+    assert note and "softmax" in note[0] and "elementwise_broadcast" in note[0]
+    hw = replace(h200, family_curves={f: ((1e6, 0.5), (1e9, 0.9)) for f in (
+        "elementwise", "elementwise_broadcast", "reduce_row", "reduce_column", "reduce_all",
+        "softmax", "rms_norm", "layer_norm", "embedding", "cat")})
+    assert not [n for n in _kernels(write_yaml, _graph_text(), hw).notes
+                if "ATen kernel families" in n]
+
+
+def test_unknown_family_in_a_spec_is_one_line(tmp_path):
+    import yaml
+    from rooflab import hardware
+    spec = yaml.safe_load(hardware.spec_paths()["h200"].read_text())
+    spec["kernel_families"] = {"softmaxx": {"points": [[1, 0.5], [10, 0.6]], "source": "CAL"}}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(Exception, match="unknown family 'softmaxx'"):
+        hardware.load_file(path)
