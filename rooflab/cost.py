@@ -441,15 +441,17 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     info = _Graphinfo(schedule.graph)
     cache: dict = {}
     priced = [price_kernel(info, k, hw, cache, kernels) for k in schedule.kernels]
+    host = host_times(schedule, hw) if kernels == "aten" else \
+        [hw.eager_dispatch_s] * len(priced)
     out: list[KernelCost] = []
     cpu_s = gpu_s = 0.0
     if launch == "graph":
         cpu_s = hw.eager_dispatch_s          # one cudaGraphLaunch from Python
         gpu_s = cpu_s
-    for kc in priced:
+    for kc, host_s in zip(priced, host):
         busy = kc.pop("time_s")
         if launch == "eager":
-            cpu_s += hw.eager_dispatch_s
+            cpu_s += host_s
             start = vmax(gpu_s, cpu_s)
             launch_s = (start - gpu_s) + hw.min_kernel_s * kc["launches"]
         else:
@@ -467,6 +469,39 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     notes = schedule.notes + _family_notes(out, hw)
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
                       dict(schedule.graph.params), tuple(out), totals, notes, schedule, kernels)
+
+
+def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
+    """Seconds of host (CPU) time eager PyTorch spends before issuing each kernel of `schedule`:
+    the ATen call that launches it (eager_dispatch_s; gemm_dispatch_s for a GEMM), every
+    metadata-only call since the previous kernel (view_dispatch_s each: views, transposes), and
+    each nn.Module entered since (module_call_s; an op named `a.b.c.op` runs inside modules
+    a, a.b and a.b.c, as traced graphs name them). Time after the last kernel joins it."""
+    g = schedule.graph
+    first = {k.ops[0]: i for i, k in enumerate(schedule.kernels)}
+    inside = {j for k in schedule.kernels for j in k.ops[1:]}
+    host = [0.0] * len(schedule.kernels)
+    gemm_s = hw.gemm_dispatch_s if hw.gemm_dispatch_s is not None else hw.eager_dispatch_s
+    entered: set[str] = set()
+    pending = 0.0
+    for i, op in enumerate(g.ops):
+        path = op.name.split(".")[:-1]
+        for depth in range(1, len(path) + 1):
+            module = ".".join(path[:depth])
+            if module not in entered:
+                entered.add(module)
+                pending += hw.module_call_s
+        role = KINDS[op.kind].role
+        if role is Role.VIEW:
+            pending += hw.view_dispatch_s
+        elif i in first:
+            host[first[i]] += pending + (gemm_s if role is Role.GEMM else hw.eager_dispatch_s)
+            pending = 0.0
+        elif i not in inside:
+            pending += hw.eager_dispatch_s
+    if host:
+        host[-1] += pending
+    return host
 
 
 def _family_notes(kernels: list[KernelCost], hw: Hardware) -> tuple[str, ...]:

@@ -108,6 +108,12 @@ class LaunchSpec(_Strict):
     graph_launch_us: Figure           # per kernel, when a CUDA graph replays the step
     min_kernel_us: Figure             # GPU-side duration of an empty kernel
     triton_launch_us: Figure | None = None   # host time to launch one Triton kernel (validation)
+    # eager PyTorch's host time beyond eager_dispatch_us (rooflab/cost.py's host model): an ATen
+    # GEMM call (linear, mm: cuBLAS heuristics, workspace), a metadata-only call (view,
+    # transpose: no kernel), and an nn.Module call (its __call__ and Python besides its ops)
+    gemm_dispatch_us: Figure | None = None   # default: eager_dispatch_us
+    view_dispatch_us: Figure | None = None   # default: 0
+    module_call_us: Figure | None = None     # default: 0
 
 
 class EfficiencySpec(_Strict):
@@ -236,6 +242,9 @@ class Hardware:
     sfu_ops_per_s: float | None = None                # special-function-unit results per second
     dequant_weights_per_s: float | None = None        # int weights dequantized in registers /s
     attention_efficiency: float | None = None         # tensor efficiency inside FlashAttention
+    gemm_dispatch_s: float | None = None              # host time of an eager GEMM call
+    view_dispatch_s: float = 0.0                      # of a metadata-only eager call
+    module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
     # ATen kernel family -> ((bytes moved, fraction of peak), ...), as hbm_curve
     family_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     source_file: str = ""
@@ -342,6 +351,12 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         min_kernel_s=spec.launch.min_kernel_us.value * 1e-6,
         triton_launch_s=(spec.launch.triton_launch_us.value * 1e-6
                          if spec.launch.triton_launch_us else None),
+        gemm_dispatch_s=(spec.launch.gemm_dispatch_us.value * 1e-6
+                         if spec.launch.gemm_dispatch_us else None),
+        view_dispatch_s=(spec.launch.view_dispatch_us.value * 1e-6
+                         if spec.launch.view_dispatch_us else 0.0),
+        module_call_s=(spec.launch.module_call_us.value * 1e-6
+                       if spec.launch.module_call_us else 0.0),
         tensor_efficiency=eff.tensor.value,
         tensor_efficiency_by_dtype={k: f.value for k, f in eff.tensor_by_dtype.items()},
         vector_efficiency=eff.vector.value,

@@ -117,3 +117,30 @@ def test_unknown_family_in_a_spec_is_one_line(tmp_path):
     path.write_text(yaml.safe_dump(spec))
     with pytest.raises(Exception, match="unknown family 'softmaxx'"):
         hardware.load_file(path)
+
+
+def test_host_model_counts_calls_views_and_modules(write_yaml, h200):
+    # eager PyTorch's host time per kernel: the launching call (11 µs; 20 µs for a GEMM), each
+    # view since the previous kernel (1.5 µs) and each module entered (30 µs: `blk` and `blk.mlp`)
+    from rooflab import cost, schedule
+    text = """
+name: host
+tensors: {x: {shape: [16, 64], dtype: bf16}, w: {shape: [64, 64], dtype: bf16}}
+ops:
+  - {kind: matmul, name: blk.mlp.mm, inputs: [x, w], outputs: [h]}
+  - {kind: reshape, name: blk.mlp.view, shape: [1024], inputs: [h], outputs: [hv]}
+  - {kind: relu, name: blk.mlp.relu, inputs: [hv], outputs: [y]}
+  - {kind: relu, name: blk.relu_1, inputs: [y], outputs: [z]}
+"""
+    hw = replace(h200, gemm_dispatch_s=20e-6, view_dispatch_s=1.5e-6, module_call_s=30e-6)
+    graph = api.load_workload(write_yaml(text))
+    sched = schedule.build(graph, "unfused", hw)
+    host = cost.host_times(sched, hw)
+    assert host == pytest.approx([2 * 30e-6 + 20e-6, 1.5e-6 + 11e-6, 11e-6], rel=1e-12)
+    # launch-bound: the step ends when the last kernel, issued at 103.5 µs, finishes
+    p = cost.predict(sched, hw, "eager")
+    last = p.kernels[-1]
+    assert p.totals.time_s == pytest.approx(sum(host) + last.time_s - last.launch_s
+                                            + hw.min_kernel_s, rel=1e-9)
+    # rooflab's kernels: one dispatch per kernel, no module or view time
+    assert cost.predict(sched, hw, "eager", "rooflab").totals.time_s < p.totals.time_s - 70e-6

@@ -55,6 +55,8 @@ class StepRun:
     gpu: str
     eager_dispatch_s: float     # the run's own calibration: a tiny eager op, wall clock
     steps: tuple[MeasuredStep, ...]
+    gemm_dispatch_s: float | None = None    # a tiny eager matmul (1x64 @ 64x64), wall clock
+    view_dispatch_s: float | None = None    # a metadata-only eager call (x.view), wall clock
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,10 @@ def load(path: str | Path) -> StepRun:
     path = Path(path)
     try:
         doc = json.loads(path.read_text())
-        cal = doc["calibration"]["start"]["add_inplace_1elem"]
-        dispatch = cal["eager_wall_us_per_op"]["median"] * 1e-6
+        start = doc["calibration"]["start"]
+        dispatch = _us(start["add_inplace_1elem"])
+        gemm_dispatch, view_dispatch = (_us(start[k]) if k in start else None
+                                        for k in ("mm_1x64x64_bf16", "view_no_kernel"))
         gpu = doc["meta"]["timing"]["gpu"]["slug"] if "slug" in doc["meta"]["timing"].get(
             "gpu", {}) else "h200"
         steps = []
@@ -124,12 +128,22 @@ def load(path: str | Path) -> StepRun:
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise RooflabError(f"{path}: not a measured-steps run file ({type(e).__name__}: {e})") \
             from None
-    return StepRun(path, gpu, dispatch, tuple(steps))
+    return StepRun(path, gpu, dispatch, tuple(steps), gemm_dispatch, view_dispatch)
+
+
+def _us(calibration: dict) -> float:
+    """Seconds per op of one of the run's dispatch calibrations (median wall clock)."""
+    return calibration["eager_wall_us_per_op"]["median"] * 1e-6
 
 
 def calibrated(hw: Hardware, run: StepRun) -> Hardware:
-    """`hw` with the run's own eager dispatch cost."""
-    return replace(hw, eager_dispatch_s=run.eager_dispatch_s)
+    """`hw` with the run's own eager dispatch costs (those the run measured)."""
+    hw = replace(hw, eager_dispatch_s=run.eager_dispatch_s)
+    if run.gemm_dispatch_s is not None:
+        hw = replace(hw, gemm_dispatch_s=run.gemm_dispatch_s)
+    if run.view_dispatch_s is not None:
+        hw = replace(hw, view_dispatch_s=run.view_dispatch_s)
+    return hw
 
 
 def compare(run: StepRun, hw: Hardware) -> list[StepComparison]:
