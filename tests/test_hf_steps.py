@@ -43,13 +43,13 @@ def test_traced_kernel_count_is_within_5_percent_of_the_profilers(rows):
 
 def test_step_time_errors_are_pinned(rows):
     # The target is a median |error| of 15 %; the model is not there yet (docs/tracing.md):
-    # eager steps are host-bound at ~13-15 us per ATen op of transformers' Python, twice the
-    # tiny-op dispatch charged per kernel, and large-batch/long-context steps spend their time
-    # in ATen copies (repeat_kv) and masked SDPA well below copy bandwidth. Pinned, so that a
-    # change of the model shows here.
+    # the host model charges each launching ATen call, GEMM dispatch and metadata-only call,
+    # but not yet transformers' per-module Python (the run's spec has module_call_us 0), and
+    # large-batch/long-context steps spend their time in ATen copies (repeat_kv) and masked SDPA
+    # well below copy bandwidth. Pinned, so that a change of the model shows here.
     eager = steps.median_abs(r.eager_error for r in rows)
     graph = steps.median_abs(r.graph_error for r in rows)
-    assert eager == pytest.approx(0.450, abs=0.005)
+    assert eager == pytest.approx(0.416, abs=0.005)
     assert graph == pytest.approx(0.204, abs=0.005)
     prefill_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "prefill")
     assert prefill_graph <= 0.20

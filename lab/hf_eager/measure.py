@@ -48,6 +48,10 @@ DECODE_BATCHES = [1, 4, 16, 64]
 DECODE_CONTEXTS = [1024, 4096]
 PREFILL_SEQS = [512, 2048, 8192]
 
+# --shrink-keep-layers: the shrunk configs keep their layer count, so that a step runs the
+# full model's Python and ATen calls on tiny tensors: its host-side cost alone
+KEEP_LAYERS = False
+
 WARMUP = 3
 EAGER_STEPS = 10
 GRAPH_REPLAYS = 20
@@ -176,7 +180,9 @@ def load_config(name: str, tiny: bool):
     d = json.loads((MODELS_DIR / f"{name}.json").read_text())
     if tiny:
         # Small enough to build and run on two CPU cores in seconds, same architecture and op sequence.
-        d.update(num_hidden_layers=2, hidden_size=256, intermediate_size=512, vocab_size=1024)
+        d.update(hidden_size=256, intermediate_size=512, vocab_size=1024)
+        if not KEEP_LAYERS:
+            d["num_hidden_layers"] = 2
         d["num_attention_heads"] = 4
         d["num_key_value_heads"] = min(d.get("num_key_value_heads", 4), 2)
         if "head_dim" in d:
@@ -924,6 +930,8 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true", help="shrunk configs on the CPU, no graphs")
     ap.add_argument("--shrink", action="store_true", help="the --tiny configs and cases, but on the GPU with graphs")
     ap.add_argument("--no-graph", action="store_true")
+    ap.add_argument("--shrink-keep-layers", action="store_true",
+                    help="with --shrink/--tiny: keep every layer (the host-side cost of a full step)")
     ap.add_argument("--merge", action="store_true", help="only merge the two parts' JSON and print the table")
     ap.add_argument("--timing-files", default=None, help="with --merge: comma-separated timing JSONs, later ones win")
     ap.add_argument("--profile-file", default=None, help="with --merge: the profile JSON")
@@ -946,6 +954,8 @@ def main() -> None:
         cases = lambda tiny, phases: [c for c in _all_cases(tiny, phases) if case_id(c) in keep]  # noqa: E731
     device = "cpu" if args.tiny or not torch.cuda.is_available() else "cuda"
     args.tiny = args.tiny or args.shrink
+    global KEEP_LAYERS
+    KEEP_LAYERS = args.shrink_keep_layers
     if device == "cpu":
         args.no_graph = True
     torch.manual_seed(0)
