@@ -298,8 +298,8 @@ def _cases() -> list[Case]:
     B.variant("softmax", "bf16", [
         (f"softmax_{t}x{d}_bf16", _program(lambda x: T().softmax(x, -1), "Softmax"),
          [Input("x", (t, d))])
-        for t, d in ((1, 2048), (64, 1024), (256, 4096), (4096, 4096), (16384, 4096),
-                     (32768, 8192), (128, 128256), (1024, 128256))], compile_at=(1, 3, 4))
+        for t, d in ((1, 2048), (64, 1024), (256, 4096), (128, 128256), (4096, 4096),
+                     (16384, 4096), (1024, 128256), (32768, 8192))], compile_at=(1, 3, 4))
     B.variant("softmax", "fp32", [
         (f"softmax_{t}x{d}_fp32", _program(lambda x: T().softmax(x, -1), "Softmax"),
          [Input("x", (t, d), "fp32")]) for t, d in ((64, 4096), (4096, 4096), (16384, 8192))])
@@ -334,9 +334,9 @@ def _cases() -> list[Case]:
          [Input("table", (128256, 4096)), Input("ids", (t,), "int64", "index", high=128256)])
         for t in (1, 16, 128, 1024, 4096, 16384, 65536)], compile_at=(3,))
     B.variant("embedding", "small_table", [
-        (f"embedding_{t}x1024_v32000_fp32",
+        (f"embedding_{t}x128_v32000_fp32",
          _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
-         [Input("table", (32000, 1024), "fp32"), Input("ids", (t,), "int64", "index",
+         [Input("table", (32000, 128), "fp32"), Input("ids", (t,), "int64", "index",
                                                        high=32000)])
         for t in (64, 8192)])
 
@@ -347,8 +347,8 @@ def _cases() -> list[Case]:
         (f"index_copy_b{b}_s{s}_t{t}_h8_d128_bf16", _program(kv_write, "KVCacheWrite"),
          [Input("cache", (b, s, 8, 128)), Input("pos", (t,), "int64", "arange", low=s // 2),
           Input("new", (b, t, 8, 128))])
-        for b, s, t in ((1, 1024, 1), (8, 4096, 1), (64, 4096, 1), (1, 4096, 512),
-                        (4, 8192, 2048), (8, 16384, 8192), (16, 32768, 16384))],
+        for b, s, t in ((1, 1024, 1), (1, 4096, 512), (8, 4096, 1), (4, 8192, 2048),
+                        (8, 16384, 8192), (64, 4096, 1), (16, 32768, 16384))],
         compile_at=(1,))
 
     # cat of two tensors along the first and the last axis
@@ -396,9 +396,9 @@ def _cases() -> list[Case]:
     B.variant("bmm", "bf16", [
         (f"bmm_b{b}_m{m}_n{n}_k{k}_bf16", _program(lambda a, c: T().bmm(a, c), "BMM"),
          [Input("a", (b, m, k)), Input("c", (b, k, n))])
-        for b, m, n, k in ((4, 64, 64, 64), (32, 128, 128, 128), (32, 1, 4096, 128),
-                           (32, 512, 512, 128), (8, 1024, 1024, 1024), (64, 2048, 2048, 128),
-                           (32, 2048, 128, 2048), (8, 4096, 4096, 4096))], compile_at=(4,))
+        for b, m, n, k in ((4, 64, 64, 64), (32, 128, 128, 128), (32, 512, 512, 128),
+                           (8, 1024, 1024, 1024), (32, 1, 4096, 128), (64, 2048, 2048, 128),
+                           (32, 2048, 128, 2048), (8, 4096, 4096, 4096))], compile_at=(3,))
 
     # sdpa: causal bf16 (flash), additive float mask (efficient), fp32, decode q_len 1
     def sdpa_causal(q, k, v):
@@ -434,7 +434,7 @@ def _cases() -> list[Case]:
     # steps: multi-op programs timed whole (all compiled too: fusion is what compile buys)
     B.variant("step", "mlp", [
         (f"mlp_t{t}_d{d}_f{f}_bf16", _mlp_builder(d, f, "bf16"), [Input("x", (t, d))])
-        for t, d, f in ((1, 1024, 2816), (16, 4096, 14336), (512, 2048, 5632),
+        for t, d, f in ((1, 1024, 2816), (512, 2048, 5632), (16, 4096, 14336),
                         (2048, 4096, 14336))], compile_at=(0, 1, 2, 3))
     B.variant("step", "rmsnorm_linear", [
         (f"rmsnorm_linear_t{t}_d{d}_n{n}_bf16", _rmsnorm_linear_builder(d, n, "bf16"),
@@ -445,7 +445,7 @@ def _cases() -> list[Case]:
         (f"decoder_layer_b{b}_s{s}_d{d}_bf16", _decoder_builder(d, d // 128, kv, f, "bf16"),
          [Input("x", (b, s, d)), Input("cos", (s, 128)), Input("sin", (s, 128))])
         for b, s, d, kv, f in ((1, 16, 1024, 8, 2816), (1, 512, 2048, 16, 5632),
-                               (1, 2048, 2048, 4, 5632), (4, 1024, 4096, 8, 14336))],
+                               (1, 2048, 2048, 16, 5632), (4, 1024, 4096, 8, 14336))],
         compile_at=(0, 1, 2, 3))
     B.variant("step", "pointwise_chain", [
         (f"pointwise_chain5_{_size_tag(n)}_bf16", _program(_chain, "PointwiseChain"),
