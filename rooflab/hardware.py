@@ -92,6 +92,8 @@ class CollectivePathSpec(_Strict):
     scaling: Literal["ring", "tree", "switch"] = "ring"
     step_latency_us: Figure
     busbw_gb_per_s: Figure
+    source: str | None = None         # a key of `sources`: the table the path was fitted to
+    note: str | None = None           # what the path stands for (protocol, what is inferred)
 
 
 class InterconnectSpec(_Strict):
@@ -209,6 +211,16 @@ class HardwareFile(_Strict):
             yield "dequant_gweights_per_s", self.dequant_gweights_per_s
         yield "boost_clock_mhz", self.boost_clock_mhz
         yield "interconnect.gb_per_s", self.interconnect.gb_per_s
+        if self.interconnect.gpus_per_node:
+            yield "interconnect.gpus_per_node", self.interconnect.gpus_per_node
+        for group in ("collectives", "network"):
+            for name, path in getattr(self.interconnect, group).items():
+                where = f"interconnect.{group}.{name}"
+                if path.source is not None and path.source not in self.sources:
+                    raise ValueError(f"{where}: source '{path.source}' is not in `sources`"
+                                     + did_you_mean(path.source, self.sources))
+                yield f"{where}.step_latency_us", path.step_latency_us
+                yield f"{where}.busbw_gb_per_s", path.busbw_gb_per_s
 
 
 @dataclass(frozen=True, slots=True)
