@@ -278,9 +278,10 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
             m = c.gemm_mnb[0]
             row_tiles = vmax(row_tiles, -(-m // gemm_tile(*c.gemm_mnb, hw.sm_count)[0]))
         dequant += c.dequant_elems
-        if c.row_bytes and family != "reduce_all":
+        if c.row_bytes and family != "reduce_all" and family not in hw.family_curves:
             # a row kernel runs one program per row: fewer rows than SMs leave SMs idle (ATen
-            # splits a whole-tensor reduction over the grid instead)
+            # splits a whole-tensor reduction over the grid instead; a family's measured curve
+            # already holds how its kernel spreads rows)
             op = g.ops[i]
             rows = g.tensors[op.inputs[0]].numel // (c.row_bytes // 4)
             waves = vmin(waves, rows / hw.sm_count)
@@ -446,14 +447,14 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     out: list[KernelCost] = []
     cpu_s = gpu_s = 0.0
     if launch == "graph":
-        cpu_s = hw.eager_dispatch_s          # one cudaGraphLaunch from Python
+        cpu_s = hw.graph_replay_s            # one cudaGraphLaunch from Python
         gpu_s = cpu_s
     for kc, host_s in zip(priced, host):
         busy = kc.pop("time_s")
         if launch == "eager":
             cpu_s += host_s
             start = vmax(gpu_s, cpu_s)
-            launch_s = (start - gpu_s) + hw.min_kernel_s * kc["launches"]
+            launch_s = (start - gpu_s) + _floor_s(kc, hw) * kc["launches"]
         else:
             launch_s = hw.graph_launch_s * kc["launches"]
         time_s = busy + launch_s
@@ -463,12 +464,19 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
         gpu_s = cpu_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
     overhead_s = hw.min_kernel_s if launch == "eager" else hw.graph_launch_s
-    gpu_work_s = sum(_busy(p["compute_s"], p["memory_s"], p["link_s"]) + overhead_s * p["launches"]
+    gpu_work_s = sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
+                     + (_floor_s(p, hw) if launch == "eager" else overhead_s) * p["launches"]
                      for p in priced)
     totals = _totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s)
     notes = schedule.notes + _family_notes(out, hw)
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
                       dict(schedule.graph.params), tuple(out), totals, notes, schedule, kernels)
+
+
+def _floor_s(kc: dict, hw: Hardware) -> float:
+    """GPU-side seconds an eager kernel takes beyond its busy time: min_kernel_s, except for a
+    kernel priced by its family's measured curve, whose small sizes already hold that time."""
+    return 0.0 if kc["family"] in hw.family_curves else hw.min_kernel_s
 
 
 def host_times(schedule: Schedule, hw: Hardware) -> list[float]:

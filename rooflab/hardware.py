@@ -116,6 +116,8 @@ class LaunchSpec(_Strict):
     gemm_dispatch_us: Figure | None = None   # default: eager_dispatch_us
     view_dispatch_us: Figure | None = None   # default: 0
     module_call_us: Figure | None = None     # default: 0
+    # host time of one CUDA-graph replay call from Python (cudaGraphLaunch), default: eager_dispatch_us
+    graph_replay_us: Figure | None = None
 
 
 class EfficiencySpec(_Strict):
@@ -257,6 +259,7 @@ class Hardware:
     gemm_dispatch_s: float | None = None              # host time of an eager GEMM call
     view_dispatch_s: float = 0.0                      # of a metadata-only eager call
     module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
+    graph_replay_call_s: float | None = None          # of one CUDA-graph replay call
     # ATen kernel family -> ((bytes moved, fraction of peak), ...), as hbm_curve
     family_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     source_file: str = ""
@@ -289,6 +292,12 @@ class Hardware:
         if self.dequant_weights_per_s:
             return self.dequant_weights_per_s
         return self.vector_flops_per_s["fp32"] / 2 / DEQUANT_OPS_PER_WEIGHT
+
+    @property
+    def graph_replay_s(self) -> float:
+        """Seconds of host time to replay a CUDA graph from Python (one launch call)."""
+        return self.eager_dispatch_s if self.graph_replay_call_s is None \
+            else self.graph_replay_call_s
 
     @property
     def hbm_rate(self) -> float:
@@ -369,6 +378,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                          if spec.launch.view_dispatch_us else 0.0),
         module_call_s=(spec.launch.module_call_us.value * 1e-6
                        if spec.launch.module_call_us else 0.0),
+        graph_replay_call_s=(spec.launch.graph_replay_us.value * 1e-6
+                             if spec.launch.graph_replay_us else None),
         tensor_efficiency=eff.tensor.value,
         tensor_efficiency_by_dtype={k: f.value for k, f in eff.tensor_by_dtype.items()},
         vector_efficiency=eff.vector.value,

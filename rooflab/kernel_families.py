@@ -26,7 +26,8 @@ from rooflab.ops import KINDS, Role
 IMPLEMENTATIONS = ("rooflab", "aten")
 
 FAMILIES: dict[str, str] = {
-    "elementwise": "pointwise op on same-shaped contiguous tensors (add, mul, silu, cast, copy)",
+    "elementwise": "pointwise op on same-shaped contiguous tensors (add, mul, silu, copy)",
+    "cast": "a dtype conversion (x.float(), x.to(torch.bfloat16)): ATen's is not vectorised as add's",
     "elementwise_broadcast": "pointwise op where an input broadcasts (x[T, D] + b[D], x * s[T, 1])",
     "reduce_row": "sum / mean / max over the last axis",
     "reduce_column": "sum / mean / max over an axis that is not the last",
@@ -40,7 +41,7 @@ FAMILIES: dict[str, str] = {
 }
 
 _REDUCE = ("sum", "mean", "max")
-_BY_KIND = {"softmax": "softmax", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
+_BY_KIND = {"cast": "cast", "softmax": "softmax", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
             "concat": "cat", "embedding": "embedding", "index_select": "embedding",
             "gather": "embedding", "index": "embedding", "index_copy": "index_copy",
             "index_put": "index_copy"}

@@ -51,7 +51,7 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
         classes[k.name] = kernel_op_class(k.kinds, k.fusion)
         bounds[k.name] = k.bound
         nbytes[k.name] = k.hbm_bytes
-    graph_s = pred.totals.time_s - hw.eager_dispatch_s + hw.min_kernel_s - hw.graph_launch_s
+    graph_s = pred.totals.time_s - hw.graph_replay_s + hw.min_kernel_s - hw.graph_launch_s
     dispatch = hw.triton_launch_s or hw.eager_dispatch_s
     eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager",
                               "rooflab")

@@ -1,0 +1,64 @@
+"""Fit eager PyTorch's kernel-family curves from a torch-suite run and compare the run with the model.
+
+    python lab/torch_kernels/fit.py reports/validation/torch/h200-2026-12-04.json \
+        --spec hardware_specs/measured/h200.yaml [--write] [--table]
+
+Prints the per-case table (--table) and the median/p90 errors of each split and family, with the
+spec's current curves. --write replaces the spec's `kernel_families:` block (the file's last
+block) with the curves fitted from the run's calibration cases (source TORCH-RUN, which the
+spec's sources must define); the bytes each kernel moves do not depend on the curves, so the fit
+is the same whatever curves the spec held before.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rooflab import api
+from rooflab.kernel_families import FAMILIES
+from rooflab.validate import torch_compare as tc
+
+NOTE = ("achieved fraction of HBM peak of eager PyTorch's kernel against MB read + written; "
+        "small sizes hold its fixed GPU time")
+
+
+def spec_block(curves: dict) -> str:
+    """The YAML `kernel_families:` block of `curves`."""
+    lines = ["kernel_families:"]
+    for fam, pts in curves.items():
+        lines += [f"  {fam}:",
+                  "    points: [" + ", ".join(f"[{mb}, {f}]" for mb, f in pts) + "]",
+                  "    source: TORCH-RUN", f'    note: "{NOTE}"']
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run")
+    ap.add_argument("--spec", default="hardware_specs/measured/h200.yaml")
+    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--table", action="store_true")
+    a = ap.parse_args()
+    doc = tc.load(a.run)
+    hw = api.load_hardware(a.spec)
+    rows = tc.compare(doc, hw)
+    if a.table:
+        print(tc.render(rows))
+    for split in ("calibration", "validation"):
+        s = tc.summary([r for r in rows if r.split == split])
+        print(split, " ".join(f"{k} {v:.3f}" for k, v in s.items()))
+    for fam, s in tc.by_family([r for r in rows if r.split == "validation"]).items():
+        print(f"  {fam:22s}", " ".join(f"{k} {v:.3f}" for k, v in s.items()))
+    if a.write:
+        spec = Path(a.spec)
+        text = spec.read_text()
+        if "kernel_families:" in text:
+            text = text[:text.index("kernel_families:")]
+        curves = tc.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES)
+        spec.write_text(text.rstrip("\n") + "\n" + spec_block(curves))
+        print(f"wrote {len(curves)} family curves into {spec}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""The torch backend's comparison: a run of the torch suite (lab/torch_kernels/run.py, schema
+rooflab.torch-run/1) against rooflab's predictions of the same programs, and the ATen family
+curves fitted from its calibration cases.
+
+Each case is traced with `trace_module` (what eager PyTorch dispatches), scheduled `unfused`
+and priced with the `aten` kernels on the spec, calibrated with the run's own host figures
+(tiny-op, mm and view dispatch, graph launch per kernel: taken in the same process, so that
+eager times are never compared with another machine's dispatch). Compared per case:
+
+    kernel_us   the profiler's device time of one call's kernels vs the predicted busy time
+                (compute, memory or link; no launch overhead)
+    eager_us    an eager call followed by a synchronize, per call (eager_sync_us: the
+                prediction's semantics, a call started on an idle GPU and ended when its
+                last kernel ends), vs the `eager` prediction
+    graph_us    a CUDA-graph replay of one call vs the `graph` prediction
+
+`fit_family_curves` turns the calibration cases' kernel times into achieved fractions of HBM
+peak against MB moved, one curve per family: the spec's `kernel_families`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from rooflab.errors import RooflabError
+from rooflab.hardware import Hardware
+
+SCHEMA = "rooflab.torch-run/1"
+
+
+@dataclass(frozen=True)
+class CaseComparison:
+    """One case measured and predicted; times in microseconds, `moved_bytes` the predicted HBM
+    bytes (read + written) of its kernels."""
+    id: str
+    family: str
+    split: str
+    kernels_measured: int
+    kernels_predicted: int
+    moved_bytes: int
+    kernel_us: float | None
+    kernel_us_predicted: float
+    eager_us: float | None
+    eager_us_predicted: float
+    graph_us: float | None
+    graph_us_predicted: float
+    compiled_us: float | None = None
+
+    @staticmethod
+    def _error(pred: float, meas: float | None) -> float | None:
+        return None if not meas else pred / meas - 1
+
+    @property
+    def kernel_error(self) -> float | None:
+        return self._error(self.kernel_us_predicted, self.kernel_us)
+
+    @property
+    def eager_error(self) -> float | None:
+        return self._error(self.eager_us_predicted, self.eager_us)
+
+    @property
+    def graph_error(self) -> float | None:
+        return self._error(self.graph_us_predicted, self.graph_us)
+
+    @property
+    def graph_speedup_error(self) -> float | None:
+        """Error of the predicted eager/graph speedup against the measured one."""
+        if not (self.eager_us and self.graph_us):
+            return None
+        return (self.eager_us_predicted / self.graph_us_predicted) / \
+            (self.eager_us / self.graph_us) - 1
+
+
+def load(path: str | Path) -> dict:
+    """The run document; RooflabError naming the file when it is not a torch-suite run."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise RooflabError(f"{path}: cannot read a torch-suite run ({e})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise RooflabError(f"{path}: not a torch-suite run file (schema is not {SCHEMA})")
+    return doc
+
+
+def calibrated(hw: Hardware, host: dict) -> Hardware:
+    """`hw` with the run's own host figures. The suite's modules are bare nn.Linear and
+    function wrappers, not transformers' modules: module_call_s is not charged here."""
+    return replace(hw, eager_dispatch_s=host["tiny_op_dispatch_us"] * 1e-6,
+                   gemm_dispatch_s=host["mm_dispatch_us"] * 1e-6,
+                   view_dispatch_s=host["view_dispatch_us"] * 1e-6,
+                   graph_launch_s=host["graph_launch_us"] * 1e-6, module_call_s=0.0,
+                   # a one-kernel graph's replay, less that kernel's per-kernel share
+                   graph_replay_call_s=(host["graph_1_kernel_us"] - host["graph_launch_us"]) * 1e-6)
+
+
+def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[CaseComparison]:
+    """Trace and predict every measured case of the run `doc` on `hw`; needs torch."""
+    from rooflab import api
+    from rooflab.trace import trace_module
+    from rooflab.validate import torch_suite
+    cases = {c.id: c for c in torch_suite.select()}
+    hw = calibrated(hw, doc["host"])
+    out = []
+    for rec in doc["cases"]:
+        case = cases.get(rec["id"])
+        if case is None or rec.get("skipped") or rec.get("eager_us") is None:
+            continue
+        if only_split and case.split != only_split:
+            continue
+        graph = trace_module(case.build(), case.example_inputs(), name=case.id)
+        eager = api.predict_graph(graph, hw, "unfused", "eager")
+        replay = api.predict_graph(graph, hw, "unfused", "graph")
+        kernels = rec.get("kernels") or []
+        out.append(CaseComparison(
+            id=case.id, family=case.family, split=case.split,
+            kernels_measured=len(kernels), kernels_predicted=eager.totals.kernels,
+            moved_bytes=sum(k.hbm_read_bytes + k.hbm_write_bytes for k in eager.kernels),
+            kernel_us=sum(k["us"] for k in kernels) or None,
+            kernel_us_predicted=sum(k.time_s - k.launch_s for k in replay.kernels) * 1e6,
+            eager_us=rec.get("eager_sync_us"), eager_us_predicted=eager.totals.time_s * 1e6,
+            graph_us=rec.get("graph_us"), graph_us_predicted=replay.totals.time_s * 1e6,
+            compiled_us=rec.get("compiled_us")))
+    return out
+
+
+def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
+                      families) -> dict[str, list[tuple[float, float]]]:
+    """Per family, [[MB, fraction of HBM peak], ...] with MB increasing, from the single-kernel
+    calibration cases' measured kernel times (the median where two cases move the same bytes).
+
+    A kernel's time is about a fixed GPU cost plus its bytes over a bandwidth, so the fraction
+    rises steeply with size; the spec's curves are interpolated in log(bytes), which between
+    two measurements decades apart would miss that. So the time is interpolated linearly in
+    bytes between measurements (constant below the smallest) and written out at four points a
+    decade, from 1 kB to the largest measured size: the spec's interpolation then follows it."""
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for fam in families:
+        by_bytes: dict[int, list[float]] = {}
+        for r in rows:
+            if r.family == fam and r.split == "calibration" and r.kernel_us and r.moved_bytes:
+                by_bytes.setdefault(r.moved_bytes, []).append(r.kernel_us * 1e-6)
+        if len(by_bytes) < 2:
+            continue
+        nbytes = np.array(sorted(by_bytes), dtype=float)
+        time_s = np.array([statistics.median(by_bytes[int(b)]) for b in nbytes])
+        between = 10 ** np.arange(3, np.log10(nbytes[-1]), 0.25)
+        # grid points within 1 % of a measurement would duplicate it once rounded
+        apart = np.min(np.abs(between[:, None] / nbytes[None, :] - 1), axis=1) > 0.01
+        grid = np.sort(np.concatenate([between[apart], nbytes]))
+        frac = np.minimum(grid / np.interp(grid, nbytes, time_s) / hbm_peak_bytes_per_s, 1.0)
+        curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in zip(grid, frac)]
+    return curves
+
+
+def _sig(x: float, digits: int = 4) -> float:
+    """`x` rounded to `digits` significant figures (a plain float, for YAML)."""
+    return float(f"{x:.{digits}g}")
+
+
+def summary(rows: list[CaseComparison]) -> dict[str, float]:
+    """Median and p90 |error| of the per-kernel times (single-kernel cases), and medians of
+    the whole-call eager and graph times and of the eager/graph speedup (every case)."""
+    def stat(errs, q):
+        v = [abs(e) for e in errs if e is not None]
+        return float(np.percentile(v, q)) if v else float("nan")
+    single = [r for r in rows if r.family != "step"]
+    return {"cases": len(rows),
+            "kernel_median": stat((r.kernel_error for r in single), 50),
+            "kernel_p90": stat((r.kernel_error for r in single), 90),
+            "eager_median": stat((r.eager_error for r in rows), 50),
+            "graph_median": stat((r.graph_error for r in rows), 50),
+            "speedup_median": stat((r.graph_speedup_error for r in rows), 50)}
+
+
+def by_family(rows: list[CaseComparison]) -> dict[str, dict[str, float]]:
+    """summary() per family."""
+    return {fam: summary([r for r in rows if r.family == fam])
+            for fam in sorted({r.family for r in rows})}
+
+
+def render(rows: list[CaseComparison]) -> str:
+    """A table: per case, kernels, kernel time, eager and graph predicted vs measured."""
+    def pct(e):
+        return "   -  " if e is None else f"{e:+6.1%}"
+    head = (f"{'case':44s} {'split':5s} {'kern':>7s} {'kernel us':>17s} {'err':>6s} "
+            f"{'eager us':>17s} {'err':>6s} {'graph us':>17s} {'err':>6s}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(
+            f"{r.id:44s} {r.split[:5]:5s} {r.kernels_predicted:>3d}/{r.kernels_measured:<3d} "
+            f"{r.kernel_us_predicted:8.1f}/{(r.kernel_us or 0):<8.1f} {pct(r.kernel_error)} "
+            f"{r.eager_us_predicted:8.1f}/{(r.eager_us or 0):<8.1f} {pct(r.eager_error)} "
+            f"{r.graph_us_predicted:8.1f}/{(r.graph_us or 0):<8.1f} {pct(r.graph_error)}")
+    return "\n".join(lines)

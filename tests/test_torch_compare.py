@@ -1,0 +1,113 @@
+"""The torch backend's CI gate: the committed H200 run of the torch suite (reports/validation/
+h200-torch-2026-12-04.json, lab/torch_kernels/run.py) re-predicted with the current model and
+the measured spec, whose ATen family curves were fitted from that run's calibration cases."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from rooflab import api  # noqa: E402
+from rooflab.errors import RooflabError  # noqa: E402
+from rooflab.kernel_families import FAMILIES  # noqa: E402
+from rooflab.validate import torch_compare as tc  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04.json"
+SPEC = ROOT / "hardware_specs" / "measured" / "h200.yaml"
+
+
+@pytest.fixture(scope="module")
+def doc():
+    return tc.load(RUN)
+
+
+@pytest.fixture(scope="module")
+def hw():
+    return api.load_hardware(str(SPEC))
+
+
+@pytest.fixture(scope="module")
+def rows(doc, hw):
+    return tc.compare(doc, hw)
+
+
+def _row(family, moved_bytes, kernel_us, split="calibration"):
+    return tc.CaseComparison(id=f"{family}_{moved_bytes}", family=family, split=split,
+                             kernels_measured=1, kernels_predicted=1, moved_bytes=moved_bytes,
+                             kernel_us=kernel_us, kernel_us_predicted=0.0, eager_us=None,
+                             eager_us_predicted=0.0, graph_us=None, graph_us_predicted=0.0)
+
+
+def test_family_curve_by_hand():
+    # 1 MB in 10 us and 10 MB in 20 us at a 4.8 TB/s peak: the time is interpolated linearly
+    # in bytes (constant below 1 MB) and written a quarter-decade apart from 1 kB
+    rows = [_row("softmax", 10**6, 10.0), _row("softmax", 10**7, 20.0),
+            _row("softmax", 10**7, 99.0, split="validation")]        # validation: not fitted
+    curve = dict(tc.fit_family_curves(rows, 4.8e12, ["softmax", "cat"])["softmax"])
+    assert curve[0.001] == pytest.approx(1e3 / 10e-6 / 4.8e12, rel=1e-3)     # 2.083e-5
+    assert curve[1.0] == pytest.approx(0.02083)                             # 1e6 / 10 us / peak
+    assert curve[10.0] == pytest.approx(0.1042)                             # 1e7 / 20 us / peak
+    # 10^6.5 bytes: 10 + (3.162e6 - 1e6) / 9e6 * 10 = 12.4025 us -> 0.05312
+    assert curve[3.162] == pytest.approx(0.05312)
+    assert len(curve) == 17         # 10^3 .. 10^6.75 by quarter decades, and 10 MB
+    assert "cat" not in tc.fit_family_curves(rows, 4.8e12, ["cat"])
+
+
+def test_the_spec_curves_are_the_runs_fit(rows, hw):
+    # the measured spec's kernel_families are exactly what the committed run fits to
+    fitted = tc.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES)
+    assert set(fitted) == set(FAMILIES)
+    for fam, pts in fitted.items():
+        spec = hw.family_curves[fam]
+        assert [b for b, _ in spec] == pytest.approx([mb * 1e6 for mb, _ in pts])
+        assert [f for _, f in spec] == pytest.approx([f for _, f in pts])
+
+
+def test_suite_coverage(rows):
+    assert len(rows) == 195
+    assert {r.family for r in rows} == set(FAMILIES) | {"gemm", "bmm", "sdpa", "step"}
+    assert sum(r.split == "validation" for r in rows) == 90
+
+
+def test_validation_errors_are_pinned(rows):
+    # Targets (issue 14): per kernel median 8 %, p90 20 %; whole call eager and graph 10 %.
+    # Not met: softmax and the norms depend on row length, not bytes alone; tall-skinny GEMMs
+    # (small N, long K) run split-K, which the GEMM model does not price; an eager call's
+    # synchronize is not modelled. Pinned, so that a change of the model shows here.
+    s = tc.summary([r for r in rows if r.split == "validation"])
+    assert s["kernel_median"] == pytest.approx(0.096, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.546, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.181, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.149, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.229, abs=0.005)
+    fam = tc.by_family([r for r in rows if r.split == "validation"])
+    assert fam["elementwise_broadcast"]["kernel_median"] < 0.02
+    assert fam["gemm"]["kernel_median"] < 0.08
+
+
+def test_the_gate_fails_on_a_broken_model(doc, hw):
+    # without the family curves every ATen kernel is priced at copy bandwidth (the model
+    # before the curves): the per-kernel median triples
+    broken = tc.compare(doc, replace(hw, family_curves={}), only_split="validation")
+    assert tc.summary(broken)["kernel_median"] > 0.3
+
+
+def test_a_case_on_the_meta_trace_matches_the_run_by_hand(rows):
+    # add of two 128M-element bf16 tensors: 3 x 256 MiB moved, measured 182.8 us; its family
+    # curve's last point is that case itself (a calibration case), so it is predicted exactly
+    r = next(r for r in rows if r.id == "add_128M_bf16")
+    assert r.moved_bytes == 3 * 2**27 * 2
+    assert r.kernel_error == pytest.approx(0.0, abs=0.005)
+
+
+def test_not_a_run_is_one_line(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"schema": "other"}')
+    with pytest.raises(RooflabError, match="not a torch-suite run file"):
+        tc.load(bad)
+    bad.write_text("{")
+    with pytest.raises(RooflabError, match="cannot read"):
+        tc.load(bad)
