@@ -179,6 +179,8 @@ def predict(
     pp: Annotated[int, typer.Option("--pp", help="hf: sources: pipeline stages (layers cut into stages, send/recv between).")] = 1,
     nodes: Annotated[int, typer.Option("--nodes", help="With --pp: nodes the stages spread over (stage boundaries between nodes use the network).")] = 1,
     microbatches: Annotated[int, typer.Option("--microbatches", help="With --pp: micro-batches the batch is cut into.")] = 1,
+    sp: Annotated[bool, typer.Option("--sp", help="With --tp: sequence parallelism (reduce-scatter + all-gather in place of each all-reduce; norms on tokens / tp rows).")] = False,
+    overlap: Annotated[bool, typer.Option("--overlap", help="Hide each collective behind the compute of its layer that does not depend on it (rooflab/overlap.py).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (schema rooflab.prediction/1) instead of tables.")] = False,
     all_kernels: Annotated[bool, typer.Option("--all", help="One row per kernel; do not fold repeated blocks.")] = False,
     html: Annotated[Optional[str], typer.Option("--html", help="Also write an interactive HTML report here.")] = None,
@@ -191,19 +193,42 @@ def predict(
     if html:
         _check_output("--html", html, force)             # fail before predicting
     overrides = wl.parse_sets(sets)
+    for flag, n in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--nodes", nodes),
+                    ("--microbatches", microbatches)):
+        if n < 1:
+            raise RooflabError(f"{flag} {n}: expected a positive number")
+    if overlap and as_json:
+        raise RooflabError("--overlap with --json: the prediction schema (rooflab.prediction/1) "
+                           "has no place for overlapped times; drop one of them")
+    if sp and tp == 1:
+        raise RooflabError("--sp: sequence parallelism splits the tensor-parallel group's "
+                           "tokens; give --tp 2 or more")
     if tp > 1 or pp > 1 or ep > 1:
         if not workload.startswith("hf:"):
             raise RooflabError("--tp/--ep/--pp shard hf: models; a workload file is priced as "
                                "written (write it per GPU, with a tp parameter, as "
                                "workloads/tp_layer_allreduce.yaml does)")
-        overrides.update({k: v for k, v in (("tp", tp), ("ep", ep)) if v > 1})
+        overrides.update({k: v for k, v in (("tp", tp), ("ep", ep), ("sp", int(sp))) if v > 1
+                          or (k == "sp" and v)})
     if pp > 1:
         from rooflab.report import parallel
         gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
         for hw in gpus:
             preds, timing = api.predict_pipeline(workload, hw, overrides, phase, schedule,
                                                  _launches(launch)[0], pp, nodes, microbatches)
-            typer.echo(parallel.render(preds, timing, tp))
+            text = parallel.render(preds, timing, tp)
+            if overlap:
+                from rooflab import overlap as ovl
+                from rooflab.trace.pipeline import PipelineTime
+                ovs = [ovl.overlap(p) for p in preds]
+                over = PipelineTime(tuple(o.time_s for o in ovs), microbatches)
+                from rooflab.units import format_time
+                text += "\n" + printable(
+                    f"overlap: on, {format_time(sum(o.hidden_s for o in ovs))} of "
+                    f"{format_time(sum(o.link_s for o in ovs))} link time hidden (one micro-batch "
+                    f"through every stage); step {format_time(timing.time_s)} -> "
+                    f"{format_time(over.time_s)}")
+            typer.echo(text)
         return
     graph = api.load_workload(workload, overrides, phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
@@ -220,6 +245,9 @@ def predict(
         typer.echo(out.dump())
         return
     blocks = [table.render(p, all_kernels=all_kernels) for p in preds]
+    if overlap:
+        from rooflab import overlap as ovl
+        blocks = [b + "\n" + printable(ovl.summary(ovl.overlap(p))) for b, p in zip(blocks, preds)]
     blocks += [comparison.render(c) for c in comparisons]
     if html:
         blocks.append(printable(f"wrote {html}"))
