@@ -505,6 +505,7 @@ def serve_cmd(
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step, each against the cache so far.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per model copy (hf: models are sharded).")] = 1,
     ep: Annotated[int, typer.Option("--ep", help="Expert-parallel groups of a MoE (hf: models): experts split, tokens exchanged; each group serves its own batch.")] = 1,
+    dp: Annotated[int, typer.Option("--dp", help="Data-parallel replicas of the whole group, each serving its own batch: throughput x N, latency unchanged.")] = 1,
     max_tpot: Annotated[Optional[str], typer.Option("--max-tpot", help="Pick, per GPU and length, the batch with the most tokens/s under this TPOT (50ms, 0.05s).")] = None,
     max_ttft: Annotated[Optional[str], typer.Option("--max-ttft", help="Likewise under this TTFT.")] = None,
     sets: Annotated[list[str], typer.Option("--set", help="Override another workload parameter (repeatable).")] = [],
@@ -518,7 +519,8 @@ def serve_cmd(
                                                             output_tokens, sets)
     limits = (_duration("--max-tpot", max_tpot), _duration("--max-ttft", max_ttft))
     table = serve.serve(model, gpus, batches, inputs, outputs, schedule, launch,
-                        prefill_source=prefill, sets=overrides, kv=kv, chunk=chunk, tp=tp, ep=ep)
+                        prefill_source=prefill, sets=overrides, kv=kv, chunk=chunk, tp=tp, ep=ep,
+                        dp=dp)
     title = ""
     if any(v is not None for v in limits):
         table = serve.best_under(table, *limits)
@@ -580,6 +582,7 @@ def sweep_cmd(
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per model copy (hf: models are sharded).")] = 1,
     ep: Annotated[int, typer.Option("--ep", help="Expert-parallel groups of a MoE (hf: models): experts split, tokens exchanged; each group serves its own batch.")] = 1,
+    dp: Annotated[int, typer.Option("--dp", help="Data-parallel replicas of the whole group, each serving its own batch: throughput x N, latency unchanged.")] = 1,
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter; commas sweep it: --set kv_dtype=bf16,fp8 (repeatable).")] = [],
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write the table as CSV here.")] = None,
     json_path: Annotated[Optional[str], typer.Option("--json", help="Write the table as JSON (rooflab.serve/1) here.")] = None,
@@ -600,7 +603,7 @@ def sweep_cmd(
     variants = _variants(sets)
     table = serve.sweep(model, gpus, batches, inputs, outs, _names("--schedule", schedules, "unfused,fused"),
                         _launches(launches), prefill_source=prefill, variants=variants, kv=kv,
-                        chunk=chunk, tp=tp, ep=ep)
+                        chunk=chunk, tp=tp, ep=ep, dp=dp)
     for option, path in outputs:
         if option == "--html":
             from rooflab.report import html as html_report
