@@ -69,7 +69,7 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
         unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep", "sp"}
         if unknown:
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
-                               "context, logit_tokens, tp, ep and sp")
+                               "context, logit_tokens, tp and ep (and sp, as --sp sets it)")
         for key in ("tp", "ep"):
             if key in sets and (not isinstance(sets[key], int) or sets[key] < 1):
                 raise RooflabError(f"--{key} {sets[key]}: expected a positive number of GPUs")
