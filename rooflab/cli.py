@@ -179,6 +179,8 @@ def predict(
     pp: Annotated[int, typer.Option("--pp", help="hf: sources: pipeline stages (layers cut into stages, send/recv between).")] = 1,
     nodes: Annotated[int, typer.Option("--nodes", help="With --pp: nodes the stages spread over (stage boundaries between nodes use the network).")] = 1,
     microbatches: Annotated[int, typer.Option("--microbatches", help="With --pp: micro-batches the batch is cut into.")] = 1,
+    sp: Annotated[bool, typer.Option("--sp", help="With --tp: sequence parallelism (reduce-scatter + all-gather in place of each all-reduce; norms on tokens / tp rows).")] = False,
+    overlap: Annotated[bool, typer.Option("--overlap", help="Hide each collective behind the compute of its layer that does not depend on it (rooflab/overlap.py).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (schema rooflab.prediction/1) instead of tables.")] = False,
     all_kernels: Annotated[bool, typer.Option("--all", help="One row per kernel; do not fold repeated blocks.")] = False,
     html: Annotated[Optional[str], typer.Option("--html", help="Also write an interactive HTML report here.")] = None,
@@ -191,19 +193,42 @@ def predict(
     if html:
         _check_output("--html", html, force)             # fail before predicting
     overrides = wl.parse_sets(sets)
+    for flag, n in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--nodes", nodes),
+                    ("--microbatches", microbatches)):
+        if n < 1:
+            raise RooflabError(f"{flag} {n}: expected a positive number")
+    if overlap and as_json:
+        raise RooflabError("--overlap with --json: the prediction schema (rooflab.prediction/1) "
+                           "has no place for overlapped times; drop one of them")
+    if sp and tp == 1:
+        raise RooflabError("--sp: sequence parallelism splits the tensor-parallel group's "
+                           "tokens; give --tp 2 or more")
     if tp > 1 or pp > 1 or ep > 1:
         if not workload.startswith("hf:"):
             raise RooflabError("--tp/--ep/--pp shard hf: models; a workload file is priced as "
                                "written (write it per GPU, with a tp parameter, as "
                                "workloads/tp_layer_allreduce.yaml does)")
-        overrides.update({k: v for k, v in (("tp", tp), ("ep", ep)) if v > 1})
+        overrides.update({k: v for k, v in (("tp", tp), ("ep", ep), ("sp", int(sp))) if v > 1
+                          or (k == "sp" and v)})
     if pp > 1:
         from rooflab.report import parallel
         gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
         for hw in gpus:
             preds, timing = api.predict_pipeline(workload, hw, overrides, phase, schedule,
                                                  _launches(launch)[0], pp, nodes, microbatches)
-            typer.echo(parallel.render(preds, timing, tp))
+            text = parallel.render(preds, timing, tp)
+            if overlap:
+                from rooflab import overlap as ovl
+                from rooflab.trace.pipeline import PipelineTime
+                ovs = [ovl.overlap(p) for p in preds]
+                over = PipelineTime(tuple(o.time_s for o in ovs), microbatches)
+                from rooflab.units import format_time
+                text += "\n" + printable(
+                    f"overlap: on, {format_time(sum(o.hidden_s for o in ovs))} of "
+                    f"{format_time(sum(o.link_s for o in ovs))} link time hidden (one micro-batch "
+                    f"through every stage); step {format_time(timing.time_s)} -> "
+                    f"{format_time(over.time_s)}")
+            typer.echo(text)
         return
     graph = api.load_workload(workload, overrides, phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
@@ -220,6 +245,9 @@ def predict(
         typer.echo(out.dump())
         return
     blocks = [table.render(p, all_kernels=all_kernels) for p in preds]
+    if overlap:
+        from rooflab import overlap as ovl
+        blocks = [b + "\n" + printable(ovl.summary(ovl.overlap(p))) for b, p in zip(blocks, preds)]
     blocks += [comparison.render(c) for c in comparisons]
     if html:
         blocks.append(printable(f"wrote {html}"))
@@ -477,6 +505,7 @@ def serve_cmd(
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step, each against the cache so far.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per model copy (hf: models are sharded).")] = 1,
     ep: Annotated[int, typer.Option("--ep", help="Expert-parallel groups of a MoE (hf: models): experts split, tokens exchanged; each group serves its own batch.")] = 1,
+    dp: Annotated[int, typer.Option("--dp", help="Data-parallel replicas of the whole group, each serving its own batch: throughput x N, latency unchanged.")] = 1,
     max_tpot: Annotated[Optional[str], typer.Option("--max-tpot", help="Pick, per GPU and length, the batch with the most tokens/s under this TPOT (50ms, 0.05s).")] = None,
     max_ttft: Annotated[Optional[str], typer.Option("--max-ttft", help="Likewise under this TTFT.")] = None,
     sets: Annotated[list[str], typer.Option("--set", help="Override another workload parameter (repeatable).")] = [],
@@ -490,7 +519,8 @@ def serve_cmd(
                                                             output_tokens, sets)
     limits = (_duration("--max-tpot", max_tpot), _duration("--max-ttft", max_ttft))
     table = serve.serve(model, gpus, batches, inputs, outputs, schedule, launch,
-                        prefill_source=prefill, sets=overrides, kv=kv, chunk=chunk, tp=tp, ep=ep)
+                        prefill_source=prefill, sets=overrides, kv=kv, chunk=chunk, tp=tp, ep=ep,
+                        dp=dp)
     title = ""
     if any(v is not None for v in limits):
         table = serve.best_under(table, *limits)
@@ -552,6 +582,7 @@ def sweep_cmd(
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step.")] = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs per model copy (hf: models are sharded).")] = 1,
     ep: Annotated[int, typer.Option("--ep", help="Expert-parallel groups of a MoE (hf: models): experts split, tokens exchanged; each group serves its own batch.")] = 1,
+    dp: Annotated[int, typer.Option("--dp", help="Data-parallel replicas of the whole group, each serving its own batch: throughput x N, latency unchanged.")] = 1,
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter; commas sweep it: --set kv_dtype=bf16,fp8 (repeatable).")] = [],
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Write the table as CSV here.")] = None,
     json_path: Annotated[Optional[str], typer.Option("--json", help="Write the table as JSON (rooflab.serve/1) here.")] = None,
@@ -572,7 +603,7 @@ def sweep_cmd(
     variants = _variants(sets)
     table = serve.sweep(model, gpus, batches, inputs, outs, _names("--schedule", schedules, "unfused,fused"),
                         _launches(launches), prefill_source=prefill, variants=variants, kv=kv,
-                        chunk=chunk, tp=tp, ep=ep)
+                        chunk=chunk, tp=tp, ep=ep, dp=dp)
     for option, path in outputs:
         if option == "--html":
             from rooflab.report import html as html_report

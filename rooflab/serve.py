@@ -119,22 +119,30 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
           inputs: list[int], outputs: list[int], schedule: str = "fused",
           launch: str = "graph", *, prefill_source: str | None = None,
           sets: dict[str, int] | None = None, kv: str = "growing",
-          chunk: int | None = None, tp: int = 1, ep: int = 1) -> ServeTable:
-    """The ServeTable of every GPU x input x output x batch (in that nesting order). `chunk`:
+          chunk: int | None = None, tp: int = 1, ep: int = 1, dp: int = 1,
+          sp: bool = False) -> ServeTable:
+    """The ServeTable of every GPU x input x output x batch (in that nesting order). `dp`:
+    data-parallel replicas of the whole (tp x ep) group, each serving its own batch: the
+    deployment's throughput (total_tokens_per_s) is dp times one replica's, a request's
+    latency and the per-GPU figures do not change; `gpus` counts tp x ep x dp. `sp`:
+    sequence parallelism within the tensor-parallel group (hf: models, tp > 1). `chunk`:
     prefill the prompts `chunk` tokens at a time, each chunk attending over the cache so far
     (chunked prefill), instead of in one step. `tp`: each step runs on `tp` GPUs with
     tensor parallelism (hf: models are sharded and get their collectives; a workload must
     declare `tp` and be written per GPU); memory is per GPU, tokens/s per GPU. `ep`: a MoE's
     experts spread over `ep` such groups, each serving its own `batch` (hf: models)."""
     _check_sizes(batches, inputs, outputs)
-    for flag, n in (("--tp", tp), ("--ep", ep)):
+    for flag, n in (("--tp", tp), ("--ep", ep), ("--dp", dp)):
         if int(n) != n or n < 1:
             raise RooflabError(f"{flag}: a positive number of GPUs, got {n}")
+    if sp:
+        raise RooflabError("--sp: serving fits its steps from traces at sizes that need not "
+                           "divide by --tp; price a sequence-parallel step with rooflab predict")
     if kv not in KV_MODES:
         raise RooflabError(f"--kv must be one of {', '.join(KV_MODES)}, got '{kv}'")
     if not isinstance(source, Steps):
         sets = {**(sets or {}), **({"tp": tp} if tp > 1 else {}),
-                **({"ep": ep} if ep > 1 else {})}
+                **({"ep": ep} if ep > 1 else {}), **({"sp": 1} if sp else {})}
         steps = steps_of(source, prefill_source, sets)
     else:
         steps = source
@@ -150,7 +158,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
         for n_in in inputs:
             for n_out in outputs:
                 parts.append(_one(steps, hw, np.asarray(batches), n_in, n_out, schedule,
-                                  launch, kv, chunk, tp, ep))
+                                  launch, kv, chunk, tp, ep, dp))
                 largest.append(dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out,
                                     batch=largest_batch(steps, hw, schedule, n_in, n_out,
                                                         chunk)))
@@ -158,7 +166,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
     meta = dict(model=steps.name, schedule=schedule, launch=launch, kv=kv,
                 method="every decode step priced at its own context" if kv == "growing"
                 else "every decode step priced at input + output (a static cache)",
-                chunk=chunk, tp=tp, ep=ep,
+                chunk=chunk, tp=tp, ep=ep, dp=dp, sp=bool(sp),
                 largest_batch=largest)
     return ServeTable(cols, meta)
 
@@ -271,7 +279,7 @@ def _prefill_times(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int,
 
 def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
          schedule: str, launch: str, kv: str, chunk: int | None,
-         tp: int = 1, ep: int = 1) -> dict[str, np.ndarray]:
+         tp: int = 1, ep: int = 1, dp: int = 1) -> dict[str, np.ndarray]:
     n = len(batches)
     mem = _memory(steps, hw, schedule, batches, n_in, n_out, chunk)
     total = sum(mem.values())
@@ -292,11 +300,12 @@ def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
     return dict(
         gpu=np.array([hw.name] * n, dtype=object), schedule=np.array([schedule] * n, dtype=object),
         launch=np.array([launch] * n, dtype=object), variant=np.array([""] * n, dtype=object),
-        gpus=np.full(n, float(tp * ep)), batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
+        gpus=np.full(n, float(tp * ep * dp)), batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
         output_tokens=np.full(n, float(n_out)), fits=fits, **mem, memory_bytes=total,
         hbm_bytes=np.full(n, float(hw.hbm_bytes)), ttft_s=priced(ttft), tpot_s=priced(tpot),
         latency_s=priced(latency), tokens_per_s=priced(batches * n_out / latency / tp),
-        tokens_per_s_per_request=priced(n_out / latency), why=why)
+        tokens_per_s_per_request=priced(n_out / latency),
+        total_tokens_per_s=priced(batches * n_out / latency * ep * dp), why=why)
 
 
 def _why(total: float, hw: Hardware, mem: dict) -> str:
@@ -363,7 +372,8 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
           outputs: list[int], schedules: list[str], launches: list[str], *,
           prefill_source: str | None = None, sets: dict[str, int | str] | None = None,
           variants: list[dict[str, int | str]] | None = None, kv: str = "growing",
-          chunk: int | None = None, tp: int = 1, ep: int = 1) -> ServeTable:
+          chunk: int | None = None, tp: int = 1, ep: int = 1, dp: int = 1,
+          sp: bool = False) -> ServeTable:
     """`serve` over every variant (a dict of --set values: {"kv_dtype": "fp8_e4m3"}) x schedule
     x launch mode too: one table of all the configurations."""
     from rooflab.sweep_table import concat
@@ -371,12 +381,12 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
     for variant in variants or [{}]:
         steps = steps_of(source, prefill_source,
                          {**(sets or {}), **variant, **({"tp": tp} if tp > 1 else {}),
-                          **({"ep": ep} if ep > 1 else {})})
+                          **({"ep": ep} if ep > 1 else {}), **({"sp": 1} if sp else {})})
         label = ",".join(f"{k}={v}" for k, v in variant.items())
         for s in schedules:
             for mode in launches:
                 t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv, chunk=chunk,
-                          tp=tp, ep=ep)
+                          tp=tp, ep=ep, dp=dp, sp=sp)
                 t.columns["variant"][:] = label
                 tables.append(t)
     out = concat(tables)

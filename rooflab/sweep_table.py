@@ -25,7 +25,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "schedule": ("", "fusion schedule of both phases (unfused, fused, ...)"),
     "launch": ("", "launch mode of both phases (eager, graph)"),
     "variant": ("", "the --set values of this configuration beyond sizes (e.g. dtype=fp8)"),
-    "gpus": ("GPUs", "GPUs serving the batch together (tensor parallel degree)"),
+    "gpus": ("GPUs", "GPUs of the deployment: tensor x expert x data-parallel degrees"),
     "batch": ("sequences", "requests served together"),
     "input_tokens": ("tokens", "prompt length of every request"),
     "output_tokens": ("tokens", "tokens generated per request (the first by the prefill)"),
@@ -41,6 +41,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "latency_s": ("s", "request latency: ttft + (output - 1) * tpot"),
     "tokens_per_s": ("tokens/s", "output tokens per second per GPU (batch * output / latency / gpus)"),
     "tokens_per_s_per_request": ("tokens/s", "output tokens per second one request sees"),
+    "total_tokens_per_s": ("tokens/s", "output tokens per second of the whole deployment "
+                           "(tokens_per_s * gpus: every expert-parallel group and data-parallel "
+                           "replica serving its own batch)"),
     "why": ("", "why a configuration does not fit (empty when it does)"),
 }
 _TEXT = ("gpu", "schedule", "launch", "variant", "why")

@@ -32,7 +32,9 @@ def make_table(rows: list[dict], meta: dict | None = None) -> ServeTable:
     cols = {}
     for c in COLUMNS:
         vals = [r.get(c, "") if c in ("schedule", "launch", "variant", "why")
-                else r.get(c, 1) if c == "gpus" else r[c] for r in rows]
+                else r.get(c, 1) if c == "gpus"
+                else r.get(c, r["tokens_per_s"] * r.get("gpus", 1)) if c == "total_tokens_per_s"
+                else r[c] for r in rows]
         cols[c] = np.array(vals, dtype=object if c in ("gpu", "schedule", "launch", "variant",
                                                        "why") else None)
     return ServeTable(cols, meta if meta is not None else {"model": "toy-70b"})

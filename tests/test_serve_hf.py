@@ -101,3 +101,19 @@ def test_pipeline_stages_by_hand():
                                          "prefill", "fused", "graph", pp=4, microbatches=4)
     assert timing.time_s == pytest.approx(sum(p.totals.time_s for p in preds)
                                           + 3 * max(p.totals.time_s for p in preds))
+
+
+def test_data_parallel_replicas_multiply_throughput_not_latency():
+    one = serve.serve("hf:llama3.2-1b", ["h200"], [4], [256], [4], tp=2).rows()[0]
+    four = serve.serve("hf:llama3.2-1b", ["h200"], [4], [256], [4], tp=2, dp=4).rows()[0]
+    assert (one["gpus"], four["gpus"]) == (2, 8)                     # tp x dp
+    assert four["latency_s"] == one["latency_s"] and four["ttft_s"] == one["ttft_s"]
+    assert four["tokens_per_s"] == one["tokens_per_s"]                # per GPU: unchanged
+    # the deployment: 4 replicas x batch 4 x 4 tokens over the latency
+    assert four["total_tokens_per_s"] == pytest.approx(4 * 4 * 4 / one["latency_s"])
+    assert four["total_tokens_per_s"] == pytest.approx(4 * one["total_tokens_per_s"])
+    assert four["total_tokens_per_s"] == pytest.approx(four["tokens_per_s"] * four["gpus"])
+    r = CliRunner().invoke(app, ["serve", "hf:llama3.2-1b", "--tp", "2", "--dp", "4",
+                                 "--batch", "4", "--input", "256", "--output", "4"])
+    assert r.exit_code == 0 and "tok/s all" in r.output
+    assert "2 tensor-parallel x 4 data-parallel replicas" in r.output

@@ -23,22 +23,32 @@ def render(table: ServeTable, title: str = "") -> str:
     per request) and memory against HBM; a configuration that does not fit says why."""
     several = {c: len(set(table.columns[c])) > 1 for c in ("gpu", "schedule", "launch", "variant")}
     cols = [c for c in ("gpu", "schedule", "launch", "variant") if several[c]]
-    if any(table.columns["gpus"] > 1):
+    several_gpus = bool(any(table.columns["gpus"] > 1))
+    if several_gpus:
         cols.append("gpus")
     head = cols + ["batch", "input", "output", "TTFT", "TPOT", "latency", "tok/s/GPU",
-                   "tok/s/req", "memory", ""]
+                   "tok/s/req"] + (["tok/s all"] if several_gpus else []) + ["memory", ""]
     body = []
     for r in table.rows():
         mem = f"{format_bytes(r['memory_bytes'])} / {format_bytes(r['hbm_bytes'])}"
         body.append([str(r[c]) for c in cols] + [
             str(r["batch"]), str(r["input_tokens"]), str(r["output_tokens"]),
             _t(r["ttft_s"]), _t(r["tpot_s"]), _t(r["latency_s"]), _rate(r["tokens_per_s"]),
-            _rate(r["tokens_per_s_per_request"]), mem,
+            _rate(r["tokens_per_s_per_request"])] + (
+            [_rate(r["total_tokens_per_s"])] if several_gpus else []) + [mem,
             "" if r["fits"] else f"does not fit: {r['why']}"])
     meta = table.meta
     lines = [printable(title) if title else printable( f"{meta.get('model', '')}: serving, {meta.get('schedule', '')} schedule, "
              f"{meta.get('launch', '')} launch ({meta.get('method', '')})")]
     lines.append(grid(head, body, left=set(range(len(cols))) | {len(head) - 1}))
+    groups = [(f"{meta[k]} {what}") for k, what in (("tp", "tensor-parallel"),
+              ("ep", "expert-parallel groups"), ("dp", "data-parallel replicas"))
+              if meta.get(k, 1) > 1]
+    if groups:
+        lines.append(printable(f"GPUs: {' x '.join(groups)}"
+                               + (", sequence parallel" if meta.get("sp") else "")
+                               + "; memory and tok/s/GPU per GPU, tok/s all of every GPU; "
+                               "a request's TTFT, TPOT and latency do not depend on replicas"))
     for fit in meta.get("largest_batch", []):
         lines.append(printable(f"largest batch that fits on {fit['gpu']} at {fit['input_tokens']} + "
                                f"{fit['output_tokens']} tokens: {fit['batch']}"))

@@ -143,3 +143,93 @@ def expert_parallel(graph: Graph, ep: int) -> Graph:
     outputs = frozenset(renamed.get(t, t) for t in graph.outputs)
     return replace(graph, tensors=tensors, ops=tuple(ops), outputs=outputs,
                    description=graph.description + f"; {ep}-way expert parallel, per GPU")
+
+
+def sequence_parallel(graph: Graph, tp: int) -> Graph:
+    """`graph` (tensor_parallel's, `tp` > 1) under Megatron sequence parallelism: each
+    all-reduce of a row-parallel block's partial sums (and of the vocab-parallel embedding)
+    becomes a `reduce_scatter` over the token axis, and what runs between the blocks (residual
+    adds, norms, casts: the residual stream) runs on tokens / tp rows per GPU; a block (or the
+    lm_head, or an op that does not keep the token rows, like the last-token slice) that reads
+    the stream first `all_gather`s it, once per tensor. The link carries as many bytes as
+    before (reduce-scatter + all-gather = all-reduce); the norms read and write 1/tp of them.
+    RooflabError in one line when the tokens do not divide by tp."""
+    if tp == 1:
+        return graph
+    sources = [op for op in graph.ops if op.kind == "all_reduce"
+               and op.attrs.get("world_size") == tp and op.name.endswith(".all_reduce")]
+    if not sources:
+        raise RooflabError(f"--sp: {graph.name} has no tensor-parallel all-reduce to split")
+    lead = graph.tensors[sources[0].inputs[0]].shape[:-1]
+    tokens = 1
+    for d in lead:
+        tokens *= d
+    if tokens % tp:
+        raise RooflabError(f"--sp: {tokens} tokens (batch x sequence {' x '.join(map(str, lead))}) "
+                           f"do not divide by --tp {tp}")
+    axis = next((i for i, d in enumerate(lead) if d % tp == 0), None)
+    if axis is None:
+        raise RooflabError(f"--sp: neither the batch nor the sequence axis of "
+                           f"{' x '.join(map(str, lead))} tokens divides by --tp {tp}")
+    block_of = [_module(op.name) for op in graph.ops]
+    source_ids = {id(op) for op in sources}
+
+    def token_rows(shape: tuple) -> bool:
+        n = 1
+        for d in shape[:-1]:
+            n *= d
+        return len(shape) == len(lead) + 1 and n == tokens and shape[axis] == lead[axis]
+
+    def split(shape: tuple) -> tuple:
+        return shape[:axis] + (shape[axis] // tp,) + shape[axis + 1:]
+
+    tensors = dict(graph.tensors)
+    renamed: dict[str, str] = {}      # tensor_parallel's all-reduce output -> the scattered one
+    sharded: set[str] = set()         # tensors held as tokens / tp rows
+    gathered: dict[str, str] = {}     # sharded tensor -> its all-gathered copy
+    ops: list[Op] = []
+
+    def gather(t: str, module: str, block: str) -> str:
+        if t not in gathered:
+            new = f"{t}.all_gather"
+            x = tensors[t]
+            tensors[new] = Tensor(new, graph.tensors[t].shape if t in graph.tensors
+                                  else x.shape[:axis] + (x.shape[axis] * tp,) + x.shape[axis + 1:],
+                                  x.dtype)
+            ops.append(Op(f"{module}.input_all_gather", "all_gather", (t,), (new,),
+                          {"world_size": tp, "axis": axis}, block=block))
+            gathered[t] = new
+        return gathered[t]
+
+    for i, op in enumerate(graph.ops):
+        if id(op) in source_ids:
+            x = op.inputs[0]
+            new = f"{x}.reduce_scatter"
+            tensors[new] = Tensor(new, split(graph.tensors[x].shape), graph.tensors[x].dtype)
+            renamed[op.outputs[0]] = new
+            sharded.add(new)
+            module = op.name[: -len(".all_reduce")]
+            ops.append(Op(f"{module}.reduce_scatter", "reduce_scatter", (x,), (new,),
+                          {"world_size": tp, "axis": axis}, block=op.block))
+            continue
+        ins = tuple(renamed.get(t, t) for t in op.inputs)
+        if any(t in sharded for t in ins):
+            inside = block_of[i] is not None and (block_of[i][1] == "all_gather"
+                                                   or "layers." in block_of[i][0])
+            keeps_rows = all(token_rows(graph.tensors[t].shape) for t in op.outputs) and not (
+                KINDS[op.kind].role is Role.VIEW and "shape" in op.attrs)
+            if inside or not keeps_rows:
+                module = block_of[i][0] if inside else op.name.rsplit(".", 1)[0]
+                ins = tuple(gather(t, module, op.block) if t in sharded else t for t in ins)
+            else:
+                for t in op.outputs:
+                    x = graph.tensors[t]
+                    tensors[t] = Tensor(t, split(x.shape), x.dtype)
+                    sharded.add(t)
+        ops.append(replace(op, inputs=ins) if ins != op.inputs else op)
+    outs = []
+    for t in graph.outputs:
+        t = renamed.get(t, t)
+        outs.append(gather(t, "output", "") if t in sharded else t)
+    return replace(graph, tensors=tensors, ops=tuple(ops), outputs=frozenset(outs),
+                   description=graph.description + "; sequence parallel")

@@ -66,16 +66,28 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
         if inputs:
             raise RooflabError("--input is for py: sources; an hf: model's inputs come from "
                                "--phase and --set batch/seq/context/logit_tokens")
-        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep"}
+        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep", "sp"}
         if unknown:
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
-                               "context, logit_tokens, tp and ep")
-        # expert parallelism reshapes the traced graph; the trace itself does not change
-        traced = tuple(sorted((k, v) for k, v in sets.items() if k != "ep"))
+                               "context, logit_tokens, tp and ep (and sp, as --sp sets it)")
+        for key in ("tp", "ep"):
+            if key in sets and (not isinstance(sets[key], int) or sets[key] < 1):
+                raise RooflabError(f"--{key} {sets[key]}: expected a positive number of GPUs")
+        tp = sets.get("tp", 1)
+        sp = sets.get("sp", 0)
+        if sp not in (0, 1):
+            raise RooflabError(f"--set sp={sp}: sequence parallelism is on (1) or off (0)")
+        if sp and tp == 1:
+            raise RooflabError("--sp: sequence parallelism splits the tensor-parallel group's "
+                               "tokens; give --tp 2 or more")
+        # expert and sequence parallelism reshape the traced graph; the trace does not change
+        traced = tuple(sorted((k, v) for k, v in sets.items() if k not in ("ep", "sp")))
         graph = _traced_hf(source[3:], phase, traced)
-        from rooflab.trace.sharding import expert_parallel, tensor_parallel
-        graph = expert_parallel(tensor_parallel(graph, sets.get("tp", 1)), sets.get("ep", 1))
-        return graph
+        from rooflab.trace.sharding import expert_parallel, sequence_parallel, tensor_parallel
+        graph = tensor_parallel(graph, tp)
+        if sp:
+            graph = sequence_parallel(graph, tp)
+        return expert_parallel(graph, sets.get("ep", 1))
     target = source[3:]
     file, sep, factory = target.rpartition(":")
     if not sep or not file or not factory.isidentifier():
