@@ -16,7 +16,8 @@ there): all_reduce 2(n-1)/n, all_gather, reduce_scatter and all_to_all (n-1)/n, 
 so that a path's busbw is what nccl-tests reports for it at large sizes. Steps: a ring takes
 2(n-1) for all_reduce and n-1 for the others; a tree 2*ceil(log2 n) for all_reduce and
 ceil(log2 n) for the others; a switch (NVLS: the reduction done in the NVLink switch) one; a
-send/recv is one step on every path.
+send/recv is one step on every path. A path may be limited to a range of GPU counts (NVLS is
+used from 5 GPUs on H100/H200, so those specs list it with `min_gpus: 5`).
 """
 
 from __future__ import annotations
@@ -36,12 +37,18 @@ SCALINGS = ("ring", "tree", "switch")
 class Path:
     """One way the system runs collectives: a name ("ring", "nvls", "ll"...), the kinds it can
     run, its latency per step (seconds), how its steps grow with GPUs (SCALINGS) and its bus
-    bandwidth (bytes/s)."""
+    bandwidth (bytes/s), and the GPU counts it is used at."""
     name: str
     kinds: frozenset[str]
     step_latency_s: float
     busbw_bytes_per_s: float
     scaling: str = "ring"
+    min_gpus: int = 2                 # NCCL's tuner offers NVLS only from 5 or 6 GPUs
+    max_gpus: int | None = None
+
+    def runs(self, kind: str, n: int) -> bool:
+        """Whether this path can run one `kind` on `n` GPUs."""
+        return kind in self.kinds and self.min_gpus <= n <= (self.max_gpus or n)
 
 
 def bus_factor(kind: str, n: int) -> float:
@@ -75,9 +82,9 @@ def collective_time(paths: tuple[Path, ...], kind: str, n: int, size_bytes):
     if n <= 1:
         return (0.0, "none") if np.ndim(size_bytes) == 0 else \
             (np.zeros(np.shape(size_bytes)), np.full(np.shape(size_bytes), "none"))
-    usable = [p for p in paths if kind in p.kinds]
+    usable = [p for p in paths if p.runs(kind, n)]
     if not usable:
-        raise ValueError(f"no collective path runs {kind}")
+        raise ValueError(f"no collective path runs {kind} on {n} GPUs")
     times = [path_time(p, kind, n, size_bytes) for p in usable]
     if np.ndim(size_bytes) == 0:
         i = min(range(len(times)), key=times.__getitem__)

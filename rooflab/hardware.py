@@ -92,8 +92,16 @@ class CollectivePathSpec(_Strict):
     scaling: Literal["ring", "tree", "switch"] = "ring"
     step_latency_us: Figure
     busbw_gb_per_s: Figure
+    min_gpus: int = Field(2, ge=2)    # the GPU counts NCCL uses the path at
+    max_gpus: int | None = Field(None, ge=2)
     source: str | None = None         # a key of `sources`: the table the path was fitted to
     note: str | None = None           # what the path stands for (protocol, what is inferred)
+
+    @model_validator(mode="after")
+    def _check(self) -> "CollectivePathSpec":
+        if self.max_gpus is not None and self.max_gpus < self.min_gpus:
+            raise ValueError(f"max_gpus {self.max_gpus} is below min_gpus {self.min_gpus}")
+        return self
 
 
 class InterconnectSpec(_Strict):
@@ -339,7 +347,8 @@ def _gpus_per_node(spec: HardwareFile) -> int:
 
 def _paths(specs: dict) -> tuple:
     return tuple(CollectivePath(name, frozenset(p.kinds), p.step_latency_us.value * 1e-6,
-                                p.busbw_gb_per_s.value * 1e9, p.scaling)
+                                p.busbw_gb_per_s.value * 1e9, p.scaling, p.min_gpus,
+                                p.max_gpus)
                  for name, p in specs.items())
 
 

@@ -106,3 +106,23 @@ def test_network_path_is_one_400g_nic_per_gpu(spec):
     """Across nodes: one 400 Gb/s NIC per GPU, 46 GB/s busbw (nccl-tests #290)."""
     (p,) = hardware.load(spec).network_paths
     assert p.busbw_bytes_per_s == 46e9 and p.scaling == "ring"
+
+
+@pytest.mark.parametrize("spec, first_nvls", [("h100-sxm", 5), ("h200", 5), ("b200", 6),
+                                              ("gb200", 5)])
+def test_nvls_only_from_the_gpu_count_nccl_uses_it_at(spec, first_nvls):
+    """NCCL runs an all_reduce on NVLS from 5 GPUs (H100/H200, GB200 partitions) or 6 (B200),
+    Ring below: at 1 GiB the nvls path is taken from `first_nvls` GPUs on, never below."""
+    paths = hardware.load(spec).collective_paths
+    assert c.collective_time(paths, "all_reduce", first_nvls, 2 ** 30)[1] == "nvls"
+    for n in range(2, first_nvls):
+        assert c.collective_time(paths, "all_reduce", n, 2 ** 30)[1] != "nvls"
+
+
+def test_h100_two_gpu_all_reduce_by_hand():
+    """2x H100, 512 KiB (a TP=2 block's output, [2, 64, 2048] bf16): Ring, 2 steps x 2.12 us +
+    2 (2-1)/2 x 524,288 B / 361 GB/s = 4.24 + 1.452 = 5.692 us; the 8-GPU NVLS path would have
+    said 40.1 + 1.248 = 41.35 us."""
+    paths = hardware.load("h100-sxm").collective_paths
+    t, name = c.collective_time(paths, "all_reduce", 2, 524288)
+    assert name == "ring-allreduce" and t == pytest.approx(5.692e-6, abs=0.001e-6)
