@@ -93,10 +93,11 @@ def _check_output(option: str, path: str, force: bool, make_parents: bool = Fals
 
 
 def _launches(value: str) -> list[str]:
+    from rooflab.cost import LAUNCH_MODES
     modes = _names("--launch", value, "eager,graph")
     for mode in modes:
-        if mode not in ("eager", "graph"):
-            raise RooflabError(f"--launch {mode}: expected eager or graph")
+        if mode not in LAUNCH_MODES:
+            raise RooflabError(f"--launch {mode}: expected one of {', '.join(LAUNCH_MODES)}")
     return modes
 
 
@@ -168,9 +169,9 @@ def models(
 def predict(
     workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one), hf:MODEL or py:FILE.py:FACTORY.")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h100-sxm",
-    schedule: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policy: unfused, epilogue, fused, or a policy YAML.")] = "unfused",
-    compare: Annotated[Optional[str], typer.Option("--compare", help="Two schedules A,B: print both and what B's fusions save over A.")] = None,
-    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph (comma-separated).")] = "eager",
+    schedule: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policy: unfused, epilogue, fused, inductor (torch.compile's default), or a policy YAML.")] = "unfused",
+    compare: Annotated[Optional[str], typer.Option("--compare", help="Schedules A,B[,C...]: print each and what each later one's fusions save over A.")] = None,
+    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph, compiled (torch.compile; comma-separated).")] = "eager",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
     phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
     inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
@@ -233,8 +234,9 @@ def predict(
     graph = api.load_workload(workload, overrides, phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in _names("--hardware", hardware, "h200,b200")]
     schedules = _split(compare) if compare is not None else [schedule]
-    if compare is not None and len(schedules) != 2:
-        raise RooflabError(f"--compare {compare}: expected two schedules, like unfused,fused")
+    if compare is not None and len(schedules) < 2:
+        raise RooflabError(f"--compare {compare}: expected two or more schedules, like "
+                           "unfused,fused (each later one is compared with the first)")
     preds, comparisons = api.predict_matrix(graph, gpus, schedules, _launches(launch))
     if html:
         from rooflab.report import html as html_report
@@ -388,7 +390,7 @@ def fusions(
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name or YAML path.")] = "h100-sxm",
     baseline: Annotated[str, typer.Option("--baseline", help="Schedule to measure savings against.")] = "unfused",
     schedule: Annotated[str, typer.Option("--schedule", "-s", help="Schedule whose fusions are ranked.")] = "fused",
-    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode: eager or graph.")] = "graph",
+    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode: eager, graph or compiled.")] = "graph",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
     phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
     inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
@@ -405,7 +407,7 @@ def fusions(
     hw = api.load_hardware(hardware)
     modes = _launches(launch)
     if len(modes) != 1:
-        raise RooflabError(f"--launch {launch}: fusions takes one launch mode, eager or graph")
+        raise RooflabError(f"--launch {launch}: fusions takes one launch mode, eager, graph or compiled")
     launch = modes[0]
     c = cmp.compare(api.predict_graph(graph, hw, baseline, launch),
                     api.predict_graph(graph, hw, schedule, launch))
@@ -455,7 +457,7 @@ def report(
     output: Annotated[str, typer.Option("--output", "-o", help="The HTML file to write.")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h100-sxm",
     compare: Annotated[str, typer.Option("--compare", help="Schedules, comma-separated; each after the first is compared with the first.")] = "unfused,fused",
-    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph (comma-separated).")] = "eager",
+    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph, compiled (torch.compile; comma-separated).")] = "eager",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
     phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
     inputs: Annotated[list[str], typer.Option("--input", help=_INPUT_HELP)] = [],
@@ -499,7 +501,7 @@ def serve_cmd(
     input_tokens: Annotated[str, typer.Option("--input", help="Prompt lengths (tokens): " + _SIZES_HELP + ".")] = "2048",
     output_tokens: Annotated[str, typer.Option("--output", help="Generated tokens per request: " + _SIZES_HELP + ".")] = "256",
     schedule: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policy of both phases.")] = "fused",
-    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode of both phases: eager or graph.")] = "graph",
+    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode of both phases: eager, graph or compiled.")] = "graph",
     kv: Annotated[str, typer.Option("--kv", help="growing: each decode step attends over the tokens cached so far; static: over input+output (a static cache).")] = "growing",
     prefill: Annotated[Optional[str], typer.Option("--prefill", help="A prefill workload YAML (batch, seq) when MODEL's YAML has no seq.")] = None,
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step, each against the cache so far.")] = None,

@@ -19,7 +19,11 @@ Launch modes: `eager` dispatches each kernel from the CPU (eager_dispatch_s each
 ahead of the GPU, so a kernel waits only when the CPU has not issued it yet: short kernels leave
 the GPU idle (launch-bound); each kernel also pays min_kernel_s on the GPU. `graph` replays the
 step as a CUDA graph: one dispatch, then graph_launch_s per kernel (the per-kernel time of
-tiny kernels replayed back to back, so it includes the GPU-side start).
+tiny kernels replayed back to back, so it includes the GPU-side start). `compiled` is a
+torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then the wrapper
+launches each Triton kernel (compiled_launch_host_s) or calls an extern one through ATen (a
+cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`. Inductor's kernels are priced by the schedule (`inductor` reproduces its
+default fusion); `inductor` with `graph` is torch.compile's reduce-overhead mode.
 
 Kernel implementations (rooflab/kernel_families.py): `aten` prices each one-op kernel's bytes
 at its ATen family's measured bandwidth curve, and a whole-tensor reduction as split over the
@@ -30,7 +34,7 @@ A schedule's policy says which runs it (`unfused` is eager PyTorch's); `predict`
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -43,7 +47,7 @@ from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, v
                          view_roots)
 from rooflab.schedule import Kernel, Schedule
 
-LAUNCH_MODES = ("eager", "graph")
+LAUNCH_MODES = ("eager", "graph", "compiled")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +112,14 @@ class Totals:
     launch_s: float         # GPU time spent on launches and waiting for the CPU
     time_s: float           # end-to-end predicted time of the schedule
     bound: str              # what most of the time is spent on
+    host_s: float = 0.0     # CPU time to issue the schedule (dispatches, or the replay call)
+    gpu_s: float = 0.0      # GPU time of its kernels with their per-kernel launch cost
+
+    @property
+    def back_to_back_s(self) -> float:
+        """Seconds per call when calls follow each other without a synchronize: the CPU issues
+        the next call while the GPU runs this one, so the slower of the two sets the pace."""
+        return vmax(self.host_s, self.gpu_s)
 
     @property
     def flops(self) -> int:
@@ -278,7 +290,8 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
             m = c.gemm_mnb[0]
             row_tiles = vmax(row_tiles, -(-m // gemm_tile(*c.gemm_mnb, hw.sm_count)[0]))
         dequant += c.dequant_elems
-        if c.row_bytes and family != "reduce_all" and family not in hw.family_curves:
+        if c.row_bytes and family != "reduce_all" and family not in hw.family_curves \
+                and not kernel.split_reduction:
             # a row kernel runs one program per row: fewer rows than SMs leave SMs idle (ATen
             # splits a whole-tensor reduction over the grid instead; a family's measured curve
             # already holds how its kernel spreads rows)
@@ -442,16 +455,22 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     info = _Graphinfo(schedule.graph)
     cache: dict = {}
     priced = [price_kernel(info, k, hw, cache, kernels) for k in schedule.kernels]
-    host = host_times(schedule, hw) if kernels == "aten" else \
-        [hw.eager_dispatch_s] * len(priced)
+    if launch == "compiled":
+        host = compiled_host_times(schedule, hw)
+    elif kernels == "aten":
+        host = host_times(schedule, hw)
+    else:
+        host = [hw.eager_dispatch_s] * len(priced)
     out: list[KernelCost] = []
     cpu_s = gpu_s = 0.0
     if launch == "graph":
         cpu_s = hw.graph_replay_s            # one cudaGraphLaunch from Python
         gpu_s = cpu_s
+    elif launch == "compiled":
+        cpu_s = hw.compiled_call_host_s      # guards and the wrapper, before its first launch
     for kc, host_s in zip(priced, host):
         busy = kc.pop("time_s")
-        if launch == "eager":
+        if launch != "graph":
             cpu_s += host_s
             start = vmax(gpu_s, cpu_s)
             launch_s = (start - gpu_s) + _floor_s(kc, hw) * kc["launches"]
@@ -463,12 +482,12 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     if launch == "graph":
         gpu_s = cpu_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
-    overhead_s = hw.min_kernel_s if launch == "eager" else hw.graph_launch_s
     gpu_work_s = sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
-                     + (_floor_s(p, hw) if launch == "eager" else overhead_s) * p["launches"]
-                     for p in priced)
-    totals = _totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s)
-    notes = schedule.notes + _family_notes(out, hw)
+                     + (hw.graph_launch_s if launch == "graph" else _floor_s(p, hw))
+                     * p["launches"] for p in priced)
+    totals = replace(_totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s), host_s=cpu_s,
+                     gpu_s=gpu_work_s)
+    notes = schedule.notes + _family_notes(out, hw) + _compiled_notes(launch, hw)
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
                       dict(schedule.graph.params), tuple(out), totals, notes, schedule, kernels)
 
@@ -510,6 +529,26 @@ def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
     if host:
         host[-1] += pending
     return host
+
+
+def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
+    """Seconds of host time torch.compile's generated wrapper spends before issuing each kernel
+    of `schedule`: a Triton launch (compiled_launch_host_s) for each launch of a kernel Inductor
+    generates (a split reduction launches several), an
+    ATen call (compiled_extern_host_s) for an extern one: a GEMM, attention, a collective or an
+    opaque library call. The call's own cost is not in the list."""
+    extern = (Role.GEMM, Role.ATTENTION, Role.COLLECTIVE, Role.OPAQUE)
+    return [hw.compiled_extern_host_s if k.anchor in extern
+            else hw.compiled_launch_host_s * k.launches for k in schedule.kernels]
+
+
+def _compiled_notes(launch: str, hw: Hardware) -> tuple[str, ...]:
+    """A note saying which default prices torch.compile's host side when the spec has none."""
+    if launch != "compiled" or hw.compiled_call_s is not None:
+        return ()
+    return (f"{hw.name}: no measured compiled_call_us; a compiled call's host time is taken as "
+            f"{hw.compiled_call_host_s * 1e6:.0f} us (5.1 tiny-op dispatches, as on the H200) and "
+            f"a Triton launch as {hw.compiled_launch_host_s * 1e6:.1f} us",)
 
 
 def _family_notes(kernels: list[KernelCost], hw: Hardware) -> tuple[str, ...]:

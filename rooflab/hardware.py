@@ -29,6 +29,11 @@ SPEC_DIR = bundled.SPEC_DIR          # the bundled specs (rooflab/bundled.py say
 # ALU instructions per int4 weight in a dequant-in-GEMM kernel: unpack (and/shift), turn into
 # a float (or/sub), scale, round to bf16, and move into the MMA operand layout
 DEQUANT_OPS_PER_WEIGHT = 8
+# A torch.compile'd call's host time in tiny-op dispatches, where a spec has no measured
+# figure: on the lent H200, 50.8 us against 9.9 us (reports/validation/torch/h200-2026-12-04.json,
+# host: compiled_call_us and tiny_op_dispatch_us, the same process).
+COMPILED_CALL_PER_DISPATCH = 5.1
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -126,6 +131,13 @@ class LaunchSpec(_Strict):
     module_call_us: Figure | None = None     # default: 0
     # host time of one CUDA-graph replay call from Python (cudaGraphLaunch), default: eager_dispatch_us
     graph_replay_us: Figure | None = None
+    # torch.compile's host side: one compiled call (guards, the generated wrapper's entry and
+    # exit), each Triton kernel the wrapper launches (its buffers and the launcher), and each
+    # extern kernel it calls through ATen (cuBLAS GEMM, SDPA). Defaults: COMPILED_CALL_PER_DISPATCH
+    # x eager_dispatch_us; triton_launch_us (else eager_dispatch_us); gemm_dispatch_us
+    compiled_call_us: Figure | None = None
+    compiled_launch_us: Figure | None = None
+    compiled_extern_us: Figure | None = None
 
 
 class EfficiencySpec(_Strict):
@@ -268,6 +280,9 @@ class Hardware:
     view_dispatch_s: float = 0.0                      # of a metadata-only eager call
     module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
     graph_replay_call_s: float | None = None          # of one CUDA-graph replay call
+    compiled_call_s: float | None = None              # of one torch.compile'd call
+    compiled_launch_s: float | None = None            # of one Triton launch in its wrapper
+    compiled_extern_s: float | None = None            # of one extern (ATen) call in it
     # ATen kernel family -> ((bytes moved, fraction of peak), ...), as hbm_curve
     family_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     source_file: str = ""
@@ -306,6 +321,27 @@ class Hardware:
         """Seconds of host time to replay a CUDA graph from Python (one launch call)."""
         return self.eager_dispatch_s if self.graph_replay_call_s is None \
             else self.graph_replay_call_s
+
+    @property
+    def compiled_call_host_s(self) -> float:
+        """Seconds of host time one torch.compile'd call costs beyond its kernels' launches."""
+        return self.compiled_call_s if self.compiled_call_s is not None \
+            else COMPILED_CALL_PER_DISPATCH * self.eager_dispatch_s
+
+    @property
+    def compiled_launch_host_s(self) -> float:
+        """Seconds of host time the compiled wrapper spends launching one Triton kernel."""
+        if self.compiled_launch_s is not None:
+            return self.compiled_launch_s
+        return self.triton_launch_s if self.triton_launch_s is not None else self.eager_dispatch_s
+
+    @property
+    def compiled_extern_host_s(self) -> float:
+        """Seconds of host time the compiled wrapper spends calling one extern kernel (a cuBLAS
+        GEMM, SDPA) through ATen."""
+        if self.compiled_extern_s is not None:
+            return self.compiled_extern_s
+        return self.gemm_dispatch_s if self.gemm_dispatch_s is not None else self.eager_dispatch_s
 
     @property
     def hbm_rate(self) -> float:
@@ -389,6 +425,12 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                        if spec.launch.module_call_us else 0.0),
         graph_replay_call_s=(spec.launch.graph_replay_us.value * 1e-6
                              if spec.launch.graph_replay_us else None),
+        compiled_call_s=(spec.launch.compiled_call_us.value * 1e-6
+                         if spec.launch.compiled_call_us else None),
+        compiled_launch_s=(spec.launch.compiled_launch_us.value * 1e-6
+                           if spec.launch.compiled_launch_us else None),
+        compiled_extern_s=(spec.launch.compiled_extern_us.value * 1e-6
+                           if spec.launch.compiled_extern_us else None),
         tensor_efficiency=eff.tensor.value,
         tensor_efficiency_by_dtype={k: f.value for k, f in eff.tensor_by_dtype.items()},
         vector_efficiency=eff.vector.value,

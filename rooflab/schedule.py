@@ -11,6 +11,9 @@ Built-in policies (docs/fusion.md defines them precisely):
   fused     Inductor-like: pointwise chains; pointwise prologues/epilogues of reductions,
             softmax and norms; GEMM epilogues; dequantize-in-GEMM prologues; and the
             QKᵀ → scale → mask → softmax → ·V pattern as one FlashAttention-style kernel
+  inductor  torch.compile's default: `fused` without the GEMM epilogue and dequant prologue,
+            since Inductor calls cuBLAS for a GEMM (an extern kernel) and runs what follows it
+            as a separate Triton kernel
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from rooflab.hardware import Hardware
 from rooflab.ops import KINDS, Role, view_roots
 
 # Group "anchors": what a kernel is built around. A kernel of only pointwise ops is POINTWISE.
+# kernels that are library calls under any policy (cuBLAS, SDPA, NCCL, opaque calls)
+_LIBRARY = (Role.GEMM, Role.ATTENTION, Role.COLLECTIVE, Role.OPAQUE)
 _ANCHOR_ORDER = (Role.ATTENTION, Role.GEMM, Role.REDUCTION, Role.GATHER, Role.POINTWISE)
 
 
@@ -40,6 +45,14 @@ class FusionPolicy:
     attention_pattern: bool = False
     reduction_prologue: bool = False
     kernels: str = "rooflab"    # whose kernels run the schedule (rooflab/kernel_families.py)
+    # GEMMs are library calls that take nothing in (Inductor's cuBLAS), and every kernel that
+    # is not a library call is generated code that launches once (ATen's extra launches gone)
+    extern_gemm: bool = False
+    # a pointwise kernel that only one other kernel reads is computed inside it (Inductor
+    # inlines unrealized pointwise nodes into their reader), and long reductions with few rows
+    # are split over the grid into several launches (Inductor's split reductions)
+    inline_single_reader: bool = False
+    split_reductions: bool = False
 
     def allows(self, anchor: Role, role: Role) -> bool:
         return (anchor.value, role.value) in self.edges
@@ -59,6 +72,13 @@ POLICIES: dict[str, FusionPolicy] = {
         "FlashAttention-style attention; a scatter computes the values it writes",
         edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_GEMM, _PW), (_PW, _SC)}),
         dequant_prologue=True, attention_pattern=True, reduction_prologue=True),
+    "inductor": FusionPolicy(
+        "inductor", "torch.compile's default: pointwise chains and reduction prologues and "
+        "epilogues in generated Triton kernels; a GEMM is an extern cuBLAS call with no "
+        "epilogue, attention one SDPA call",
+        edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_PW, _SC)}),
+        attention_pattern=True, reduction_prologue=True, extern_gemm=True,
+        inline_single_reader=True, split_reductions=True),
 }
 
 
@@ -116,6 +136,7 @@ class Kernel:
     stopped_by: tuple[str, ...] = ()
     launches: int = 1              # CUDA kernels it launches (an op that launches several
                                    # keeps its extra ones, such as a split-K reduction)
+    split_reduction: bool = False  # its reduction is split over the grid (launches > 1)
 
 
 @dataclass(frozen=True)
@@ -278,6 +299,9 @@ class _Grouper:
             # them, or by indices made there, may reach rows other programs hold
             return f"{op.name} ({op.kind}) reads by index what a {anchor.value} kernel makes"
         # pointwise or gather joining
+        if anchor is Role.GEMM and self.policy.extern_gemm:
+            return (f"policy '{self.policy.name}' calls cuBLAS for the GEMM (an extern kernel): "
+                    "no epilogue; max-autotune's Triton GEMM templates can take one")
         if not self.policy.allows(anchor, role if role is not Role.GATHER else Role.POINTWISE):
             return f"policy '{self.policy.name}' does not fuse {role.value} into a {anchor.value} kernel"
         if anchor is Role.REDUCTION:
@@ -402,7 +426,48 @@ class _Grouper:
                 gid = self._new([i], self.roles[i])
                 order.append(gid)
                 ordered.add(gid)
+        if self.policy.inline_single_reader:
+            order = self._inline_single_readers(order)
         return order
+
+    def _inline_single_readers(self, order: list[int]) -> list[int]:
+        """Merge each pointwise kernel whose outputs only one other kernel reads into that
+        kernel, until none is left: the reader computes the values where it loads them. Into a
+        reduction only over the reduction's input space; never into a GEMM, attention,
+        scatter, collective or opaque kernel, nor from data-dependent ops."""
+        merged = True
+        while merged:
+            merged = False
+            for a in order:
+                if not self.groups[a] or self.anchor[a] is not Role.POINTWISE or \
+                        len(self.readers[a]) != 1 or self.data_dep[a]:
+                    continue
+                (b,) = self.readers[a]
+                if self.anchor[b] not in (Role.POINTWISE, Role.GATHER, Role.REDUCTION) or \
+                        self.fusion[b] == "attention" or self.data_dep[b]:
+                    continue
+                if self.anchor[b] is Role.REDUCTION and \
+                        not self.out_sizes[a] <= self.red_in_sizes[b] | self.out_sizes[b]:
+                    continue
+                self._merge(a, b)
+                merged = True
+        return [g for g in order if self.groups[g]]
+
+    def _merge(self, a: int, b: int) -> None:
+        """Move group a's ops into group b (b reads a; nothing else does)."""
+        for i in sorted(self.groups[a]):
+            self._add(b, i)
+        self.groups[a] = []
+        self.deps[b].discard(a)
+        for d in self.deps[a]:
+            self.readers[d].discard(a)
+            if d != b:
+                self.readers[d].add(b)
+                self.deps[b].add(d)
+        self.readers[a] = set()
+        self.deps[a] = set()
+        if self.anchor[b] is Role.POINTWISE and not self.fusion[b]:
+            self.fusion[b] = "pointwise"
 
     def _try_join(self, i: int) -> int | None:
         op = self.g.ops[i]
@@ -478,6 +543,32 @@ def _topological(gr: _Grouper, gids: list[int]) -> list[int]:
     return out
 
 
+# Inductor splits a reduction over the grid when its rows cannot fill the GPU: fewer rows than
+# SMs, each longer than this many elements, or any reduction over an axis that is not the last
+# of a tensor larger than SPLIT_COLUMN_NUMEL. Read off the kernels Inductor generated for the
+# torch suite on the H200 (reports/validation/torch/h200-2026-12-04.json): sum over 16 M
+# elements and over the columns of [8192, 4096], softmax over rows of 128,256 split; rows of
+# 1,024 to 4,096 (16 to 8,192 rows) did not.
+SPLIT_ROW_ELEMENTS = 8192
+SPLIT_COLUMN_NUMEL = 1 << 20
+
+
+def _split_launches(graph: Graph, op, hw: Hardware) -> int:
+    """Launches of Inductor's split form of reduction `op` (0 when it is not split): a partial
+    and a final kernel per reduction; softmax's two reductions (max, then sum) and its
+    normalising pass make five."""
+    x = graph.tensors[op.inputs[0]]
+    if not x.shape:
+        return 0
+    axis = op.attrs.get("axis", -1) % len(x.shape)
+    row, rows = x.shape[axis], x.numel // max(1, x.shape[axis])
+    last = axis == len(x.shape) - 1
+    if (last and rows < hw.sm_count and row > SPLIT_ROW_ELEMENTS) or \
+            (not last and x.numel > SPLIT_COLUMN_NUMEL):
+        return 5 if op.kind == "softmax" else 2
+    return 0
+
+
 def kernel_name(graph: Graph, ops: tuple[int, ...]) -> str:
     names = [graph.ops[i].name for i in ops]
     if len(names) == 1:
@@ -519,15 +610,21 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         return Schedule(graph, policy, _one_per_launch(graph), (), notes)
     gr = _Grouper(graph, policy, hw)
     order = _topological(gr, gr.run())
-    refusals_by_op: dict[str, list[str]] = {}
+    refusals_by_op: dict[str, list[Refusal]] = {}
     for r in gr.refusals:
-        refusals_by_op.setdefault(r.into, []).append(f"{r.op}: {r.reason}")
+        refusals_by_op.setdefault(r.into, []).append(r)
     kernels = []
     for gid in order:
         ops = tuple(sorted(gr.groups[gid]))
         names = [graph.ops[i].name for i in ops]     # in op order: the output is deterministic
-        stopped = tuple(s for n in names for s in refusals_by_op.get(n, ()))
+        inside = set(names)
+        stopped = tuple(f"{r.op}: {r.reason}" for n in names for r in refusals_by_op.get(n, ())
+                        if r.op not in inside)
         launches = 1 + sum(vmax(graph.ops[i].launches - 1, 0) for i in ops)
+        if policy.extern_gemm and gr.anchor[gid] not in _LIBRARY:
+            launches = 1
+        split = policy.split_reductions and gr.anchor[gid] is Role.REDUCTION and hw is not None \
+            and _split_launches(graph, graph.ops[gr.first_of[gid][Role.REDUCTION]], hw)
         kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped,
-                              launches))
+                              launches + (split - 1 if split else 0), bool(split)))
     return Schedule(graph, policy, tuple(kernels), tuple(gr.refusals), notes)

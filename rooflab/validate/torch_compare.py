@@ -13,6 +13,12 @@ eager times are never compared with another machine's dispatch). Compared per ca
                 prediction's semantics, a call started on an idle GPU and ended when its
                 last kernel ends), vs the `eager` prediction
     graph_us    a CUDA-graph replay of one call vs the `graph` prediction
+    compiled_us torch.compile (default mode), calls back to back, vs the `inductor` schedule
+                under the `compiled` launch mode, back to back (the slower of its host and GPU
+                time); its kernels (Triton and extern) counted against Inductor's
+
+torch.compile's host figures (a call, a Triton launch, an extern call) are fitted from the run's
+own calibration cases (`fit_compiled_host`), as the eager figures are taken from its own process.
 
 `fit_family_curves` turns the calibration cases' kernel times into achieved fractions of HBM
 peak against MB moved, one curve per family: the spec's `kernel_families`.
@@ -50,6 +56,11 @@ class CaseComparison:
     graph_us: float | None
     graph_us_predicted: float
     compiled_us: float | None = None
+    compiled_us_predicted: float | None = None
+    eager_b2b_us: float | None = None              # eager calls back to back (no synchronize)
+    eager_b2b_us_predicted: float | None = None
+    inductor_kernels: tuple[int, int] | None = None            # (Triton, extern) measured
+    inductor_kernels_predicted: tuple[int, int] | None = None
 
     @staticmethod
     def _error(pred: float, meas: float | None) -> float | None:
@@ -66,6 +77,20 @@ class CaseComparison:
     @property
     def graph_error(self) -> float | None:
         return self._error(self.graph_us_predicted, self.graph_us)
+
+    @property
+    def compiled_error(self) -> float | None:
+        return self._error(self.compiled_us_predicted or 0.0, self.compiled_us) \
+            if self.compiled_us_predicted else None
+
+    @property
+    def compiled_speedup_error(self) -> float | None:
+        """Error of the predicted eager→compiled speedup (calls back to back) against the
+        measured one."""
+        if not (self.compiled_us and self.eager_b2b_us and self.compiled_us_predicted):
+            return None
+        return (self.eager_b2b_us_predicted / self.compiled_us_predicted) / \
+            (self.eager_b2b_us / self.compiled_us) - 1
 
     @property
     def graph_speedup_error(self) -> float | None:
@@ -87,9 +112,46 @@ def load(path: str | Path) -> dict:
     return doc
 
 
-def calibrated(hw: Hardware, host: dict) -> Hardware:
-    """`hw` with the run's own host figures. The suite's modules are bare nn.Linear and
-    function wrappers, not transformers' modules: module_call_s is not charged here."""
+def inductor_kernel_counts(names: list[str]) -> tuple[int, int]:
+    """(Triton kernels, extern library calls) among the kernel names of one compiled call. A
+    cuBLAS GEMM's memset and split-K reduction are parts of its one call, not calls."""
+    triton = sum(n.startswith("triton_") for n in names)
+    extern = sum(not n.startswith(("triton_", "Memset")) and "splitKreduce" not in n
+                 for n in names)
+    return triton, extern
+
+
+def fit_compiled_host(doc: dict) -> dict[str, float]:
+    """torch.compile's host figures in µs, fitted from the run's host-bound compiled
+    calibration cases (a CUDA-graph replay of the eager call under half the compiled time) by
+    least squares, on the kernels Inductor really ran:
+
+        compiled_us = call + (Triton kernels) x launch + (extern calls) x extern
+
+    with call + launch pinned to the run's compiled trivial function (one Triton kernel)."""
+    one = doc["host"].get("compiled_call_us")
+    rows = [(inductor_kernel_counts(r["compiled_kernels"]), r["compiled_us"])
+            for r in doc["cases"] if r.get("split") == "calibration" and r.get("compiled_us")
+            and r.get("compiled_kernels") and r.get("graph_us")
+            and r["graph_us"] < 0.5 * r["compiled_us"]]
+    if not one or len(rows) < 2:
+        raise RooflabError("the run has too few host-bound compiled calibration cases to fit "
+                           "torch.compile's host figures")
+    x = np.array([(t - 1, e) for (t, e), _ in rows], dtype=float)
+    y = np.array([us - one for _, us in rows])
+    (launch, extern), *_ = np.linalg.lstsq(x, y, rcond=None)
+    return {"compiled_call_us": one - launch, "compiled_launch_us": float(launch),
+            "compiled_extern_us": float(extern), "cases": len(rows)}
+
+
+def calibrated(hw: Hardware, host: dict, compiled: dict | None = None) -> Hardware:
+    """`hw` with the run's own host figures (and torch.compile's, fitted by
+    fit_compiled_host). The suite's modules are bare nn.Linear and function wrappers, not
+    transformers' modules: module_call_s is not charged here."""
+    if compiled:
+        hw = replace(hw, compiled_call_s=compiled["compiled_call_us"] * 1e-6,
+                     compiled_launch_s=compiled["compiled_launch_us"] * 1e-6,
+                     compiled_extern_s=compiled["compiled_extern_us"] * 1e-6)
     return replace(hw, eager_dispatch_s=host["tiny_op_dispatch_us"] * 1e-6,
                    gemm_dispatch_s=host["mm_dispatch_us"] * 1e-6,
                    view_dispatch_s=host["view_dispatch_us"] * 1e-6,
@@ -103,8 +165,11 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[Case
     from rooflab import api
     from rooflab.trace import trace_module
     from rooflab.validate import torch_suite
+    from rooflab.ops import Role
     cases = {c.id: c for c in torch_suite.select()}
-    hw = calibrated(hw, doc["host"])
+    compiled_host = fit_compiled_host(doc) if any(r.get("compiled_us") for r in doc["cases"]) \
+        else None
+    hw = calibrated(hw, doc["host"], compiled_host)
     out = []
     for rec in doc["cases"]:
         case = cases.get(rec["id"])
@@ -116,6 +181,17 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[Case
         eager = api.predict_graph(graph, hw, "unfused", "eager")
         replay = api.predict_graph(graph, hw, "unfused", "graph")
         kernels = rec.get("kernels") or []
+        extra = {}
+        if rec.get("compiled_us") and compiled_host:
+            comp = api.predict_graph(graph, hw, "inductor", "compiled")
+            library = (Role.GEMM, Role.ATTENTION, Role.OPAQUE, Role.COLLECTIVE)
+            extern = sum(k.anchor in library for k in comp.schedule.kernels)
+            triton = sum(k.launches for k in comp.schedule.kernels if k.anchor not in library)
+            extra = dict(compiled_us_predicted=comp.totals.back_to_back_s * 1e6,
+                         eager_b2b_us=rec.get("eager_us"),
+                         eager_b2b_us_predicted=eager.totals.back_to_back_s * 1e6,
+                         inductor_kernels=inductor_kernel_counts(rec.get("compiled_kernels") or []),
+                         inductor_kernels_predicted=(triton, extern))
         out.append(CaseComparison(
             id=case.id, family=case.family, split=case.split,
             kernels_measured=len(kernels), kernels_predicted=eager.totals.kernels,
@@ -124,7 +200,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[Case
             kernel_us_predicted=sum(k.time_s - k.launch_s for k in replay.kernels) * 1e6,
             eager_us=rec.get("eager_sync_us"), eager_us_predicted=eager.totals.time_s * 1e6,
             graph_us=rec.get("graph_us"), graph_us_predicted=replay.totals.time_s * 1e6,
-            compiled_us=rec.get("compiled_us")))
+            compiled_us=rec.get("compiled_us"), **extra))
     return out
 
 
@@ -174,7 +250,12 @@ def summary(rows: list[CaseComparison]) -> dict[str, float]:
             "kernel_p90": stat((r.kernel_error for r in single), 90),
             "eager_median": stat((r.eager_error for r in rows), 50),
             "graph_median": stat((r.graph_error for r in rows), 50),
-            "speedup_median": stat((r.graph_speedup_error for r in rows), 50)}
+            "speedup_median": stat((r.graph_speedup_error for r in rows), 50),
+            "compiled_median": stat((r.compiled_error for r in rows), 50),
+            "compiled_speedup_median": stat((r.compiled_speedup_error for r in rows), 50),
+            "inductor_count_match": (sum(r.inductor_kernels == r.inductor_kernels_predicted
+                                         for r in rows if r.inductor_kernels)
+                                     / max(1, sum(bool(r.inductor_kernels) for r in rows)))}
 
 
 def by_family(rows: list[CaseComparison]) -> dict[str, dict[str, float]]:
