@@ -390,6 +390,7 @@ def fusions(
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name or YAML path.")] = "h100-sxm",
     baseline: Annotated[str, typer.Option("--baseline", help="Schedule to measure savings against.")] = "unfused",
     schedule: Annotated[str, typer.Option("--schedule", "-s", help="Schedule whose fusions are ranked.")] = "fused",
+    compare: Annotated[Optional[str], typer.Option("--compare", help="BASELINE,SCHEDULE in one: inductor,fused ranks what torch.compile leaves on the table.")] = None,
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode: eager, graph or compiled.")] = "graph",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
     phase: Annotated[str, typer.Option("--phase", help=_PHASE_HELP)] = "decode",
@@ -403,6 +404,11 @@ def fusions(
 
     if top < 0:
         raise RooflabError(f"--top {top}: expected a count of zero or more")
+    if compare is not None:
+        pair = _split(compare)
+        if len(pair) != 2:
+            raise RooflabError(f"--compare {compare}: expected BASELINE,SCHEDULE, like inductor,fused")
+        baseline, schedule = pair
     graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     hw = api.load_hardware(hardware)
     modes = _launches(launch)

@@ -97,3 +97,29 @@ def test_bundled_workload_by_name():
 def test_version_and_help():
     assert "rooflab" in ok("--version")
     assert "predict" in ok("--help")
+
+
+def test_predict_inductor_compiled_three_schedules():
+    r = runner.invoke(app, ["predict", "gemm_bias_gelu_residual", "-H", "h200", "--compare",
+                            "unfused,inductor,fused", "--launch", "eager,compiled"])
+    assert r.exit_code == 0, r.output
+    assert "schedule inductor, launch compiled" in r.output
+    assert "inductor vs unfused on h200 (compiled launch)" in r.output
+    assert "fused vs unfused on h200 (eager launch)" in r.output
+    # h200.yaml has no compiled figures: the note says which defaults priced them
+    assert "no measured compiled_call_us" in r.output
+    r = runner.invoke(app, ["predict", "gemm_bias_gelu_residual", "--launch", "jit"])
+    assert r.exit_code == 2
+    assert "--launch jit: expected one of eager, graph, compiled" in r.output
+
+
+def test_fusions_what_torch_compile_leaves():
+    r = runner.invoke(app, ["fusions", "gemm_bias_gelu_residual", "-H", "h200", "--baseline",
+                            "inductor", "-s", "fused", "-l", "compiled"])
+    assert r.exit_code == 0, r.output
+    assert "fused vs inductor" in r.output and "epilogue" in r.output
+    same = runner.invoke(app, ["fusions", "gemm_bias_gelu_residual", "-H", "h200", "--compare",
+                               "inductor,fused", "-l", "compiled"])
+    assert same.exit_code == 0 and same.output == r.output
+    bad = runner.invoke(app, ["fusions", "gemm_bias_gelu_residual", "--compare", "fused"])
+    assert bad.exit_code == 2 and "expected BASELINE,SCHEDULE" in bad.output

@@ -240,8 +240,8 @@ def test_unreadable_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize("args, problem", [
     (["--hardware", ","], "--hardware ',': expected one or more names"),
     (["--launch", ","], "--launch ',': expected one or more names"),
-    (["--compare", ","], "--compare ,: expected two schedules"),
-    (["--compare", ""], "--compare : expected two schedules"),
+    (["--compare", ","], "--compare ,: expected two or more schedules"),
+    (["--compare", ""], "--compare : expected two or more schedules"),
 ])
 def test_empty_lists(tmp_path, args, problem):
     _fails(["predict", _good(tmp_path), *args], problem)

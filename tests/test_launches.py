@@ -44,3 +44,29 @@ def test_launches_count_kernels_and_a_zero_rides_in_the_producers_kernel(tmp_pat
 def test_a_negative_launch_count_is_one_line(tmp_path):
     with pytest.raises(RooflabError, match="launches"):
         _load(tmp_path, DOC.replace("launches: 2", "launches: -1"))
+
+
+def test_compiled_launch_by_hand(tmp_path):
+    """Under torch.compile (`compiled`) the wrapper's host time is one call, an extern call per
+    cuBLAS GEMM and a launch per Triton kernel; the GPU follows as in eager. The doc's split-K
+    GEMM stays two launches (cuBLAS's); the bias add and gelu are one Triton kernel, as Inductor
+    moves a bias followed by pointwise work out of addmm into the pointwise kernel."""
+    from dataclasses import replace
+    g = _load(tmp_path)
+    hw = replace(api.load_hardware("h200"), compiled_call_s=20e-6, compiled_launch_s=30e-6,
+                 compiled_extern_s=25e-6)
+    p = api.predict_graph(g, hw, "inductor", "compiled")
+    assert [k.ops for k in p.kernels] == [("gemm",), ("bias", "act")]
+    assert [k.launches for k in p.kernels] == [2, 1]
+    # the CPU: 20 us call, 25 us GEMM call, 30 us gelu launch
+    assert p.totals.host_s == pytest.approx(75e-6)
+    # each kernel waits for the CPU: the GEMM starts at 45 us, gelu when its launch is issued
+    # at 75 us (the GEMM's few us end long before); the step ends at 75 us + gelu's GPU time
+    gelu = p.kernels[1]
+    assert p.totals.time_s == pytest.approx(75e-6 + gelu.time_s - gelu.launch_s
+                                            + hw.min_kernel_s)
+    # back to back, the host sets the pace: 75 us a call
+    assert p.totals.back_to_back_s == pytest.approx(75e-6)
+    assert not any("no measured compiled_call_us" in n for n in p.notes)
+    bare = api.predict_graph(g, api.load_hardware("h200"), "inductor", "compiled")
+    assert any("no measured compiled_call_us" in n for n in bare.notes)

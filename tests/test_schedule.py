@@ -199,5 +199,45 @@ def test_user_policy_from_yaml(write_yaml, h200):
 
 
 def test_builtin_policies_are_data():
-    assert set(schedule.POLICIES) == {"unfused", "epilogue", "fused"}
+    assert set(schedule.POLICIES) == {"unfused", "epilogue", "fused", "inductor"}
     assert schedule.POLICIES["unfused"].edges == frozenset()
+
+
+def test_inductor_runs_the_gemm_extern_and_its_epilogue_as_one_triton_kernel(h200):
+    m = n = 4096
+    e = m * n * 2
+    ind = api.predict(W + "gemm_bias_gelu_residual.yaml", h200, "inductor", "graph")
+    assert kernels(ind) == [("gemm",), ("bias", "gelu", "residual")]
+    # gemm 2E read + E write; the Triton kernel reads y, the bias and the residual: 2E + 2N,
+    # writes E: 6E + 2N, between unfused's 10E + 2N and fused's 4E + 2N
+    assert ind.totals.hbm_bytes == 6 * e + 2 * n
+    assert any("calls cuBLAS for the GEMM (an extern kernel)" in s
+               for s in ind.kernels[0].stopped_by)
+
+
+def test_inductor_inlines_a_pointwise_kernel_into_its_only_reader(write_yaml, h200):
+    # rotary's rotate-half: neg of a half-row, cat of the halves (twice the elements), and
+    # x * cos added: neg (8,192 elements) cannot join the cat (16,384) by iteration space,
+    # and x * cos starts its own kernel; Inductor computes both inside the cat's kernel
+    path = write_yaml("""
+        name: rotate_half
+        tensors:
+          x: {shape: [16, 1024], dtype: bf16}
+          cos: {shape: [16, 1024], dtype: bf16}
+          sin: {shape: [16, 1024], dtype: bf16}
+        ops:
+          - {kind: slice, name: hi, inputs: [x], outputs: [xh], axis: -1, start: 512, end: 1024}
+          - {kind: slice, name: lo, inputs: [x], outputs: [xl], axis: -1, start: 0, end: 512}
+          - {kind: neg, name: neg, inputs: [xh], outputs: [nh]}
+          - {kind: concat, name: cat, inputs: [nh, xl], outputs: [r], axis: -1}
+          - {kind: mul, name: xcos, inputs: [x, cos], outputs: [a]}
+          - {kind: mul, name: rsin, inputs: [r, sin], outputs: [b]}
+          - {kind: add, name: add, inputs: [a, b], outputs: [y]}
+        outputs: [y]
+    """)
+    fus = api.predict(path, h200, "fused", "graph")
+    assert len(fus.kernels) == 3
+    ind = api.predict(path, h200, "inductor", "graph")
+    assert kernels(ind) == [("neg", "cat", "xcos", "rsin", "add")]
+    # reads x, cos, sin (3 x 32 KiB), writes y (32 KiB)
+    assert ind.totals.hbm_bytes == 4 * 16 * 1024 * 2

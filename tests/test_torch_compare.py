@@ -111,3 +111,50 @@ def test_not_a_run_is_one_line(tmp_path):
     bad.write_text("{")
     with pytest.raises(RooflabError, match="cannot read"):
         tc.load(bad)
+
+
+def test_compiled_host_fit_pinned(doc):
+    # 8 host-bound compiled calibration cases, least squares on Inductor's real kernel counts:
+    # compiled_us = (50.788 - L) + triton x L + extern x E
+    fit = tc.fit_compiled_host(doc)
+    assert fit["cases"] == 8
+    assert fit["compiled_launch_us"] == pytest.approx(34.94, abs=0.01)
+    assert fit["compiled_extern_us"] == pytest.approx(22.61, abs=0.01)
+    assert fit["compiled_call_us"] == pytest.approx(50.788 - 34.94, abs=0.01)
+
+
+def test_inductor_kernel_counts_by_name():
+    names = ["triton_red_fused__fused_rms_norm_0", "Memset (Device)",
+             "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_splitK_TNT",
+             "void cublasLt::splitKreduce_kernel<32, 16, int, float>(...)",
+             "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"]
+    # a split-K GEMM (its memset and reduction are parts of the one cuBLAS call) and SDPA
+    assert tc.inductor_kernel_counts(names) == (1, 2)
+
+
+def test_compiled_validation_errors_are_pinned(rows):
+    # Targets (issue 14): compiled whole-call median 10 %, eager->compiled speedup median 10 %.
+    # Not met (14.5 %, 13.2 %): the compiled host cost per call varies 42-72 us for one Triton
+    # kernel; the decoder layers run 7 Triton kernels where Inductor runs 5 (it fuses the q and
+    # k rotary kernels horizontally and drops the copy after SDPA).
+    val = [r for r in rows if r.split == "validation"]
+    s = tc.summary(val)
+    assert s["compiled_median"] == pytest.approx(0.145, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.132, abs=0.005)
+    compiled = [r for r in rows if r.compiled_us]
+    assert len(compiled) == 40
+    wrong = sorted(r.id for r in compiled if r.inductor_kernels != r.inductor_kernels_predicted)
+    assert wrong == ["decoder_layer_b1_s16_d1024_bf16", "decoder_layer_b1_s2048_d2048_bf16",
+                     "decoder_layer_b1_s512_d2048_bf16", "decoder_layer_b4_s1024_d4096_bf16"]
+
+
+def test_split_reductions_match_inductor(rows):
+    # Inductor split sum over 16 M fp32 and over [8192, 4096]'s columns into 2 kernels and
+    # softmax over rows of 128,256 into 5; the split kernels spread over the grid
+    by_id = {r.id: r for r in rows}
+    assert by_id["sum_all_16M_fp32"].inductor_kernels_predicted == (2, 0)
+    assert by_id["sum_col_8192x4096_bf16"].inductor_kernels_predicted == (2, 0)
+    assert by_id["softmax_128x128256_bf16"].inductor_kernels_predicted == (5, 0)
+    assert by_id["softmax_64x1024_bf16"].inductor_kernels_predicted == (1, 0)
+    # 64 MiB read over the grid, not one program on one SM (2.2 ms before the split)
+    assert by_id["sum_all_16M_fp32"].compiled_us_predicted < 100
