@@ -236,7 +236,7 @@ def test_cli_refuses_to_overwrite(tmp_path, args):
 
 def test_cli_report_errors_are_one_line(tmp_path):
     for args, expected in [
-        (["--launch", "warp"], "--launch warp: expected eager or graph"),
+        (["--launch", "warp"], "--launch warp: expected one of eager, graph, compiled"),
         (["--compare", ","], "expected schedules"),
         (["-H", "h999"], "unknown hardware 'h999'"),
     ]:

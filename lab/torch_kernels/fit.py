@@ -45,6 +45,8 @@ def main() -> None:
     rows = tc.compare(doc, hw)
     if a.table:
         print(tc.render(rows))
+    print("torch.compile host (us):", " ".join(f"{k} {v:.1f}" for k, v in
+                                               tc.fit_compiled_host(doc).items()))
     for split in ("calibration", "validation"):
         s = tc.summary([r for r in rows if r.split == split])
         print(split, " ".join(f"{k} {v:.3f}" for k, v in s.items()))
