@@ -8,6 +8,7 @@ Per kernel (docs/cost-model.md says why each term is there):
     busy_s    = max(compute_s, memory_s, link_s)
     time_s    = busy_s + launch_s
     launch_s  = eager: min_kernel_s + any stall waiting for the CPU;  graph: graph_launch_s
+                (a kernel priced by a measured family curve: graph_gap_s and no min_kernel_s)
 waves: share of the SMs a GEMM's tiles (or a row kernel's rows) keep busy; sfu_s: special-
 function ops; dequant_s: int weights unpacked in registers, once per GEMM row tile; balance:
 share of the SMs a causal FlashAttention kernel keeps busy.
@@ -164,11 +165,13 @@ class _Graphinfo:
                     self.consumers.setdefault(self.rt(t), set()).add(len(self.costs))
             ins = [tensors[t] for t in op.inputs]
             outs = [tensors[t] for t in op.outputs]
+            roots = [tensors[self.rt(t)] for t in op.inputs]
             key = (op.kind, op.name if op.kind == "opaque" else "",
-                   *[(t.shape, t.dtype.name) for t in ins + outs], _attrs_key(op.attrs))
+                   *[(t.shape, t.dtype.name) for t in ins + outs + roots], _attrs_key(op.attrs))
             c = cache.get(key)
             if c is None:
-                c = cache[key] = (KINDS[op.kind].cost(op, ins, outs), eager_family(op, ins, outs))
+                c = cache[key] = (KINDS[op.kind].cost(op, ins, outs),
+                                  eager_family(op, ins, outs, roots))
             self.costs.append(c[0])
             self.families.append(c[1])
         self.outputs = {self.rt(t) for t in graph.outputs}
@@ -475,7 +478,7 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
             start = vmax(gpu_s, cpu_s)
             launch_s = (start - gpu_s) + _floor_s(kc, hw) * kc["launches"]
         else:
-            launch_s = hw.graph_launch_s * kc["launches"]
+            launch_s = _graph_launch_s(kc, hw) * kc["launches"]
         time_s = busy + launch_s
         gpu_s += time_s
         out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s))
@@ -483,7 +486,7 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
         gpu_s = cpu_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
     gpu_work_s = sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
-                     + (hw.graph_launch_s if launch == "graph" else _floor_s(p, hw))
+                     + (_graph_launch_s(p, hw) if launch == "graph" else _floor_s(p, hw))
                      * p["launches"] for p in priced)
     totals = replace(_totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s), host_s=cpu_s,
                      gpu_s=gpu_work_s)
@@ -496,6 +499,16 @@ def _floor_s(kc: dict, hw: Hardware) -> float:
     """GPU-side seconds an eager kernel takes beyond its busy time: min_kernel_s, except for a
     kernel priced by its family's measured curve, whose small sizes already hold that time."""
     return 0.0 if kc["family"] in hw.family_curves else hw.min_kernel_s
+
+
+def _graph_launch_s(kc: dict, hw: Hardware) -> float:
+    """GPU-side seconds a kernel adds per launch in a CUDA-graph replay beyond its busy time:
+    graph_launch_s (a kernel's start and ramp, and the gap to the next), except for a kernel
+    priced by its family's measured curve, whose small sizes hold its start already: it adds
+    only the gap between replayed kernels (graph_gap_s, where the spec measures it)."""
+    if kc["family"] in hw.family_curves and hw.graph_gap_s is not None:
+        return hw.graph_gap_s
+    return hw.graph_launch_s
 
 
 def host_times(schedule: Schedule, hw: Hardware) -> list[float]:

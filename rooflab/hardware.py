@@ -131,6 +131,10 @@ class LaunchSpec(_Strict):
     module_call_us: Figure | None = None     # default: 0
     # host time of one CUDA-graph replay call from Python (cudaGraphLaunch), default: eager_dispatch_us
     graph_replay_us: Figure | None = None
+    # per kernel of a graph replay beyond the kernel's own (profiled) device time: what a kernel
+    # priced by a measured family curve, which holds its fixed GPU time, adds in a replayed
+    # step. Default: graph_launch_us
+    graph_gap_us: Figure | None = None
     # torch.compile's host side: one compiled call (guards, the generated wrapper's entry and
     # exit), each Triton kernel the wrapper launches (its buffers and the launcher), and each
     # extern kernel it calls through ATen (cuBLAS GEMM, SDPA). Defaults: COMPILED_CALL_PER_DISPATCH
@@ -280,6 +284,7 @@ class Hardware:
     view_dispatch_s: float = 0.0                      # of a metadata-only eager call
     module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
     graph_replay_call_s: float | None = None          # of one CUDA-graph replay call
+    graph_gap_s: float | None = None                  # per replayed kernel beyond its device time
     compiled_call_s: float | None = None              # of one torch.compile'd call
     compiled_launch_s: float | None = None            # of one Triton launch in its wrapper
     compiled_extern_s: float | None = None            # of one extern (ATen) call in it
@@ -425,6 +430,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                        if spec.launch.module_call_us else 0.0),
         graph_replay_call_s=(spec.launch.graph_replay_us.value * 1e-6
                              if spec.launch.graph_replay_us else None),
+        graph_gap_s=(spec.launch.graph_gap_us.value * 1e-6
+                     if spec.launch.graph_gap_us else None),
         compiled_call_s=(spec.launch.compiled_call_us.value * 1e-6
                          if spec.launch.compiled_call_us else None),
         compiled_launch_s=(spec.launch.compiled_launch_us.value * 1e-6

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 
 from rooflab import schedule  # noqa: E402
 from rooflab.kernel_families import FAMILIES, eager_family  # noqa: E402
+from rooflab.ops import view_roots  # noqa: E402
 from rooflab.trace import trace_module  # noqa: E402
 from rooflab.validate import torch_run, torch_suite  # noqa: E402
 from rooflab.validate.torch_suite import CASES, EXTRA_FAMILIES, SPLITS  # noqa: E402
@@ -24,8 +25,10 @@ def _traced(case):
 
 
 def _family(graph, op):
+    root = view_roots(graph)
     return eager_family(op, [graph.tensors[t] for t in op.inputs],
-                        [graph.tensors[t] for t in op.outputs])
+                        [graph.tensors[t] for t in op.outputs],
+                        [graph.tensors[root.get(t, t)] for t in op.inputs])
 
 
 def test_suite_size_families_and_splits():

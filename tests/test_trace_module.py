@@ -120,3 +120,21 @@ def test_a_module_with_data_dependent_control_flow_fails_in_one_line(tmp_path):
     code, lines = _err(["trace", f"{f}:build", "--input", "x=[8]:fp32"])
     assert code == 2 and len(lines) == 1
     assert "failed on meta tensors" in lines[0] and str(f) in lines[0]
+
+
+@pytest.mark.parametrize("name,body,expected", [
+    # a complex RoPE: rooflab has no complex dtype, so the trace says which op made one
+    ("cplx.py", "        c = torch.view_as_complex(x.reshape(4, 32, 2))\n"
+                "        return torch.view_as_real(c * c)\n",
+     "a torch.complex64 tensor (aten.view_as_complex.default"),
+    # an exception without a message still says what it was
+    ("noisy.py", "        raise ValueError()\n", "ValueError: (no message)"),
+    # a py: file that is not a .py file
+    ("model.txt", "        return x\n", "not a Python file"),
+])
+def test_untraceable_modules_fail_in_one_line(tmp_path, name, body, expected):
+    f = tmp_path / name
+    f.write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                 + body + "def build():\n    return M()\n")
+    code, lines = _err(["trace", f"py:{f}:build", "--input", "x=[4,64]:fp32"])
+    assert code == 2 and len(lines) == 1 and expected in lines[0], lines

@@ -639,7 +639,8 @@ def analyse_profile(events, device_type) -> tuple[dict, list[str]]:
 
     aten = [e for e in cpu if e.name.startswith("aten::")]
     top_level = [e for e in aten if top_aten(e.cpu_parent) is None]
-    per_top: dict[int, dict] = {id(t): {"kernel": [], "memcpy": [], "memset": [], "inner": []} for t in top_level}
+    per_top: dict[int, dict] = {id(t): {"kernel": [], "memcpy": [], "memset": [], "inner": [], "us": []}
+                                for t in top_level}
     attributed_outside: dict[str, int] = {}
     ignored_links: dict[str, int] = {}
     for e in cpu:
@@ -662,6 +663,7 @@ def analyse_profile(events, device_type) -> tuple[dict, list[str]]:
             slot[cat].append(k.name)
             if cat == "kernel":
                 slot["inner"].append(e.name)
+                slot["us"].append(k.duration)
 
     activity_hist: dict[str, int] = {}
     counts = {"kernel": 0, "memcpy": 0, "memset": 0, "other_device_events": 0}
@@ -679,11 +681,13 @@ def analyse_profile(events, device_type) -> tuple[dict, list[str]]:
 
     agg: dict[str, dict] = {}
     seq = []
+    timeline: list = []
     n_attr = {"kernel": 0, "memcpy": 0, "memset": 0}
     for t in sorted(top_level, key=lambda e: e.time_range.start):
         slot = per_top[id(t)]
         a = agg.setdefault(t.name, {"calls": 0, "kernels": 0, "memcpys": 0, "memsets": 0, "kernels_per_call": {},
-                                    "kernel_names": {}, "launching_ops": {}})
+                                    "kernel_names": {}, "launching_ops": {}, "kernel_us": 0.0,
+                                    "kernel_us_by_name": {}})
         a["calls"] += 1
         k = len(slot["kernel"])
         for cat in n_attr:
@@ -692,9 +696,13 @@ def analyse_profile(events, device_type) -> tuple[dict, list[str]]:
         a["memcpys"] += len(slot["memcpy"])
         a["memsets"] += len(slot["memset"])
         a["kernels_per_call"][str(k)] = a["kernels_per_call"].get(str(k), 0) + 1
-        for kn in slot["kernel"]:
+        for kn, us in zip(slot["kernel"], slot["us"]):
             kn = kn if len(kn) <= 240 else kn[:240] + "..."
             a["kernel_names"][kn] = a["kernel_names"].get(kn, 0) + 1
+            a["kernel_us"] += us
+            a["kernel_us_by_name"][kn] = a["kernel_us_by_name"].get(kn, 0.0) + us
+        # the step's timeline: each top-level op with its kernels' device times (us), launch order
+        timeline.append([t.name, [round(us, 2) for us in slot["us"]]])
         for inner in slot["inner"]:
             a["launching_ops"][inner] = a["launching_ops"].get(inner, 0) + 1
         extra = "".join(f"+{len(slot[c])}{c[3]}" for c in ("memcpy", "memset") if slot[c])
@@ -721,6 +729,7 @@ def analyse_profile(events, device_type) -> tuple[dict, list[str]]:
         "cpu_launch_calls": sum(v for k, v in runtime_hist.items() if k in launch_names),
         "cuda_runtime_calls": dict(sorted(runtime_hist.items(), key=lambda kv: -kv[1])),
         "per_op": dict(sorted(agg.items(), key=lambda kv: -kv[1]["kernels"])),
+        "timeline": timeline,
     }
     return summary, seq
 
@@ -742,7 +751,8 @@ def profile_once(step, activities, dtype, device: str) -> tuple[dict, list[str]]
 
 def brief(summary: dict) -> dict:
     """Return the counts of a profile summary with, per top-level op, only calls, kernels, memcpys, memsets."""
-    out = {k: v for k, v in summary.items() if k not in ("per_op", "cuda_runtime_calls", "device_activity_types")}
+    out = {k: v for k, v in summary.items()
+           if k not in ("per_op", "cuda_runtime_calls", "device_activity_types", "timeline")}
     out["per_op"] = {k: {f: v[f] for f in ("calls", "kernels", "memcpys", "memsets")}
                      for k, v in summary["per_op"].items()}
     return out

@@ -1,13 +1,15 @@
-"""Fit eager PyTorch's kernel-family curves from a torch-suite run and compare the run with the model.
+"""Fit eager PyTorch's kernel-family curves from torch-suite runs and compare each run with the model.
 
     python lab/torch_kernels/fit.py reports/validation/torch/h200-2026-12-04.json \
+        reports/validation/torch/h200-2026-12-04-r3.json \
         --spec hardware_specs/measured/h200.yaml [--write] [--table]
 
-Prints the per-case table (--table) and the median/p90 errors of each split and family, with the
-spec's current curves. --write replaces the spec's `kernel_families:` block (the file's last
-block) with the curves fitted from the run's calibration cases (source TORCH-RUN, which the
-spec's sources must define); the bytes each kernel moves do not depend on the curves, so the fit
-is the same whatever curves the spec held before.
+Each run is compared with the model under its own host figures. Prints the per-case table
+(--table) and the median/p90 errors of each split and family, with the spec's current curves.
+--write replaces the spec's `kernel_families:` block (the file's last block) with the curves
+fitted from the calibration cases of all the runs together (source TORCH-RUN, which the spec's
+sources must define); the bytes each kernel moves do not depend on the curves, so the fit is the
+same whatever curves the spec held before.
 """
 
 from __future__ import annotations
@@ -35,23 +37,28 @@ def spec_block(curves: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("run")
+    ap.add_argument("runs", nargs="+")
     ap.add_argument("--spec", default="hardware_specs/measured/h200.yaml")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--table", action="store_true")
     a = ap.parse_args()
-    doc = tc.load(a.run)
     hw = api.load_hardware(a.spec)
-    rows = tc.compare(doc, hw)
-    if a.table:
-        print(tc.render(rows))
-    print("torch.compile host (us):", " ".join(f"{k} {v:.1f}" for k, v in
-                                               tc.fit_compiled_host(doc).items()))
-    for split in ("calibration", "validation"):
-        s = tc.summary([r for r in rows if r.split == split])
-        print(split, " ".join(f"{k} {v:.3f}" for k, v in s.items()))
-    for fam, s in tc.by_family([r for r in rows if r.split == "validation"]).items():
-        print(f"  {fam:22s}", " ".join(f"{k} {v:.3f}" for k, v in s.items()))
+    rows = []
+    for run in a.runs:
+        doc = tc.load(run)
+        run_rows = tc.compare(doc, hw)
+        rows += run_rows
+        print(run)
+        if a.table:
+            print(tc.render(run_rows))
+        if any(r.get("compiled_us") for r in doc["cases"]):
+            print("torch.compile host (us):", " ".join(f"{k} {v:.1f}" for k, v in
+                                                       tc.fit_compiled_host(doc).items()))
+        for split in ("calibration", "validation"):
+            s = tc.summary([r for r in run_rows if r.split == split])
+            print(split, " ".join(f"{k} {v:.3f}" for k, v in s.items()))
+        for fam, s in tc.by_family([r for r in run_rows if r.split == "validation"]).items():
+            print(f"  {fam:22s}", " ".join(f"{k} {v:.3f}" for k, v in s.items()))
     if a.write:
         spec = Path(a.spec)
         text = spec.read_text()

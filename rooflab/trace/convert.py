@@ -10,7 +10,7 @@ from rooflab import ops as oplib
 from rooflab.dtypes import lookup
 from rooflab.graph import Graph, Op, Tensor
 from rooflab.trace.aten_map import DTYPES, RULES, Unmapped
-from rooflab.trace.record import Call, Trace
+from rooflab.trace.record import Call, Trace, TraceError
 
 
 class Builder:
@@ -35,7 +35,14 @@ class Builder:
             val = self.trace.values[v]
             n = val.name or f"v{v}"
             self.value_name[v] = n
-            self.tensors[n] = Tensor(n, val.shape, _dtype(val.dtype))
+            dtype = _dtype(val.dtype)
+            if dtype is None:
+                where = f" ({self.call.target} in module {self.call.module or 'the top level'})" \
+                    if self.call else ""
+                raise TraceError(f"a torch.{val.dtype} tensor{where}: rooflab has no "
+                                 f"{val.dtype} dtype to price it with (complex RoPE can be "
+                                 "written with real cos and sin, as transformers does)")
+            self.tensors[n] = Tensor(n, val.shape, dtype)
         return n
 
     def value(self, v: int):
@@ -134,10 +141,8 @@ class Builder:
 
 
 def _dtype(torch_name: str):
-    dt = lookup(DTYPES.get(torch_name, ""))
-    if dt is None:
-        raise ValueError(f"dtype torch.{torch_name} has no rooflab dtype")
-    return dt
+    """The rooflab dtype of a torch dtype's name, or None where rooflab has none (complex)."""
+    return lookup(DTYPES.get(torch_name, ""))
 
 
 def _rule_key(call: Call) -> str:

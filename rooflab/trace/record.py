@@ -22,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rooflab.errors import RooflabError
+
 # functions captured whole instead of by their ATen decomposition on the meta device: on CUDA
 # each runs as one fused kernel (an SDPA backend, the fused RMS norm)
 CAPTURED_FUNCTIONS = ("scaled_dot_product_attention", "rms_norm")
@@ -68,8 +70,9 @@ class Trace:
     outputs: tuple[int, ...]      # values the forward returned (flattened)
 
 
-class TraceError(RuntimeError):
-    """The forward failed under the recorder; the message says which op and module."""
+class TraceError(RooflabError):
+    """The forward failed under the recorder, or made what rooflab cannot price; the message
+    says which op and module."""
 
 
 def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
@@ -171,7 +174,7 @@ def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
     except Exception as e:  # noqa: BLE001 - any failure of user code under fake tensors
         where = f" (in module {stack[-1]})" if stack[-1] else ""
         raise TraceError(f"the forward failed on meta tensors{where}: "
-                         f"{type(e).__name__}: {_first_line(e)}") from None
+                         f"{type(e).__name__}: {first_line(e)}") from None
     finally:
         for h in hooks:
             h.remove()
@@ -193,6 +196,7 @@ def _is_size(obj) -> bool:
     return type(obj).__name__ == "Size"
 
 
-def _first_line(e: Exception) -> str:
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message, or '(no message)'."""
     text = str(e).strip().splitlines()
-    return text[0][:300] if text else ""
+    return text[0][:300] if text else "(no message)"

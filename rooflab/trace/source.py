@@ -22,6 +22,7 @@ from rooflab.dtypes import lookup
 from rooflab.errors import RooflabError
 from rooflab.expr import ExprError, evaluate
 from rooflab.graph import Graph
+from rooflab.trace.record import first_line
 
 PREFIXES = ("hf:", "py:")
 _INPUT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*\[([^\]]*)\]\s*(?::\s*(\w+))?\s*$")
@@ -126,6 +127,9 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
             from None
     from rooflab.trace.module import trace_module
     spec = importlib.util.spec_from_file_location(Path(file).stem, file)
+    if spec is None or spec.loader is None:
+        raise RooflabError(f"{file}: not a Python file (a py: source names a .py file, "
+                           "like py:mymodel.py:build)")
     mod = importlib.util.module_from_spec(spec)
     folder = str(Path(file).parent)
     sys.path.insert(0, folder)         # the module may import its neighbours
@@ -145,8 +149,8 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
     except RooflabError:
         raise
     except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module failing
-        raise RooflabError(f"{file}: {step} failed: {type(e).__name__}: "
-                           f"{str(e).splitlines()[0][:200] if str(e) else ''}") from None
+        raise RooflabError(f"{file}: {step} failed: {type(e).__name__}: {first_line(e)}") \
+            from None
     finally:
         sys.path.remove(folder)
     model, example = (made if isinstance(made, tuple) else (made, None))

@@ -110,7 +110,8 @@ def shipped_spec(root: Path, gpu: str) -> tuple[Hardware, Path]:
 # they were read from
 _FROM_OTHER_RUNS = dict(family_curves={}, module_call_s=0.0, graph_replay_call_s=None,
                         gemm_dispatch_s=None, view_dispatch_s=0.0, compiled_call_s=None,
-                        compiled_launch_s=None, compiled_extern_s=None, spec=None)
+                        compiled_launch_s=None, compiled_extern_s=None, graph_gap_s=None,
+                        spec=None)
 
 
 def same_figures(a: Hardware, b: Hardware) -> bool:

@@ -84,7 +84,7 @@ def load(path: str | Path) -> ServeRun:
                     tpot["graph"] = rec["decode_graph"]["synced"]["wall_ms"]["mean"] / 1e3
                 cases.append(MeasuredCase(name, rec["batch"], rec["input"], rec["output"],
                                           ttft, tpot))
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise RooflabError(f"{path}: not a measured-generation run file "
                            f"({type(e).__name__}: {e})") from None
     return ServeRun(path, dispatch, tuple(cases))

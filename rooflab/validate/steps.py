@@ -125,7 +125,7 @@ def load(path: str | Path) -> StepRun:
                 steps.append(MeasuredStep(name, rec["phase"], rec["batch"], tokens,
                                           _ms(rec.get("eager"), "wall_ms"),
                                           _ms(rec.get("graph"), "wall_ms"), kernels, copies))
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise RooflabError(f"{path}: not a measured-steps run file ({type(e).__name__}: {e})") \
             from None
     return StepRun(path, gpu, dispatch, tuple(steps), gemm_dispatch, view_dispatch)

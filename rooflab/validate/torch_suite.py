@@ -24,14 +24,15 @@ from typing import Callable
 
 SPLITS = ("calibration", "validation")
 EXTRA_FAMILIES = ("gemm", "bmm", "sdpa", "step")
-_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "int64": 8}
+_DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "int64": 8, "bool": 1}
 _MAX_CASE_BYTES = 8 * 2**30        # every case's tensors must fit well inside an H200 (< 8 GB)
 
 
 @dataclass(frozen=True)
 class Input:
     """One input of a case: `fill` is "randn" (standard normal), "index" (uniform integers in
-    [0, high)) or "arange" (low, low+1, ...: distinct positions, a KV-cache write's)."""
+    [0, high)), "arange" (low, low+1, ...: distinct positions, a KV-cache write's) or "ones"
+    (all ones; an all-True boolean mask)."""
     name: str
     shape: tuple[int, ...]
     dtype: str = "bf16"
@@ -92,6 +93,8 @@ class Case:
             elif i.fill == "arange":
                 out.append(torch.arange(i.low, i.low + prod(i.shape), dtype=dt,
                                         device=device).view(i.shape))
+            elif i.fill == "ones":
+                out.append(torch.ones(i.shape, dtype=dt, device=device))
             else:
                 raise ValueError(f"{self.id}: unknown fill {i.fill!r}")
         return out
@@ -100,7 +103,7 @@ class Case:
 def torch_dtype(name: str):
     import torch
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-            "int64": torch.int64}[name]
+            "int64": torch.int64, "bool": torch.bool}[name]
 
 
 # ---- the programs ----------------------------------------------------------------------------
@@ -351,6 +354,24 @@ def _cases() -> list[Case]:
                         (8, 16384, 8192), (64, 4096, 1), (16, 32768, 16384))],
         compile_at=(1,))
 
+    # copy_broadcast: transformers' repeat_kv, the KV heads of grouped-query attention copied
+    # out to every query head: k[:, :, None].expand(b, h, rep, s, d).reshape(b, h * rep, s, d)
+    def repeat_kv(rep):
+        def fn(k):
+            b, h, s, d = k.shape
+            return k[:, :, None, :, :].expand(b, h, rep, s, d).reshape(b, h * rep, s, d)
+        return fn
+    B.variant("copy_broadcast", "repeat_kv4", [
+        (f"repeat_kv4_b{b}_h8_s{s}_d128_bf16", _program(repeat_kv(4), "RepeatKV"),
+         [Input("k", (b, 8, s, 128))])
+        for b, s in ((1, 16), (1, 512), (1, 4096), (4, 4096), (16, 2048), (16, 4096),
+                     (64, 2048), (64, 4096))])
+    B.variant("copy_broadcast", "repeat_kv7", [
+        (f"repeat_kv7_b{b}_h{h}_s{s}_d128_bf16", _program(repeat_kv(7), "RepeatKV"),
+         [Input("k", (b, h, s, 128))])
+        for b, h, s in ((1, 2, 1024), (4, 2, 4096), (16, 4, 1024), (16, 4, 4096),
+                        (64, 4, 4096))])
+
     # cat of two tensors along the first and the last axis
     B.variant("cat", "dim0", [
         (f"cat_dim0_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], 0), "Cat0"),
@@ -430,6 +451,14 @@ def _cases() -> list[Case]:
         (f"sdpa_decode_b{b}_h{h}_l{lk}_d128_bf16", _program(sdpa_plain, "SDPADecode"),
          qkv(b, h, 1, lk, 128)) for b, h, lk in ((1, 32, 512), (8, 32, 2048), (32, 32, 4096),
                                                  (16, 32, 16384))])
+
+    # decode against a static KV cache as transformers runs it: a boolean mask over the keys
+    # (its dispatch converts the mask and picks a backend; cuDNN on the H200)
+    B.variant("sdpa", "decode_bool_mask", [
+        (f"sdpa_decode_mask_b{b}_h{h}_l{lk}_d128_bf16", _program(sdpa_mask, "SDPADecodeMask"),
+         qkv(b, h, 1, lk, 128) + [Input("m", (b, 1, 1, lk), "bool", "ones")])
+        for b, h, lk in ((1, 32, 1024), (4, 32, 1024), (4, 32, 4096), (16, 32, 1024),
+                         (16, 32, 4096), (64, 32, 1024), (64, 14, 4096), (64, 32, 4096))])
 
     # steps: multi-op programs timed whole (all compiled too: fusion is what compile buys)
     B.variant("step", "mlp", [
