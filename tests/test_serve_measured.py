@@ -34,15 +34,18 @@ def test_the_run_holds_the_acceptance_cases_and_its_own_calibration():
 def test_ttft_within_the_15_percent_target(rows):
     for mode in serving.MODES:
         med = serving.median_abs(r.ttft_error for r in rows if r.mode == mode)
-        assert med <= 0.15, (mode, med)          # measured 2026-12-03: eager 9.0 %, graph 8.5 %
+        assert med <= 0.15, (mode, med)          # eager 2.4 %, graph 4.8 % (model of 2026-12-04)
 
 
-def test_tpot_no_worse_than_when_measured(rows):
-    # NOT the 15 % target: decode is under-predicted. Eager decode is host-bound (about 20 us
-    # per ATen op against 8.2 us of dispatch charged per kernel); under CUDA graphs the
-    # repeat_kv copies and the masked SDPA of a static cache run below copy bandwidth (both
-    # issue 14). Measured 2026-12-03: eager 63.2 %, graph 34.2 %; the bounds catch a regression.
+def test_tpot_under_cuda_graphs_within_the_target_and_eager_pinned(rows):
+    # Under CUDA graphs a decode step is its kernels' device time, the repeat_kv copies of a
+    # static cache priced as ATen's copy out of an expanded view (copy_broadcast): 4.8 %.
+    # Eager decode is host-bound and NOT within the target: generate() spends about 20 us per
+    # ATen op of Python (sampling, stopping criteria, cache bookkeeping between steps) where
+    # the host model charges transformers' forward alone; under-predicted, 38.0 %. Pinned.
     eager = serving.median_abs(r.tpot_error for r in rows if r.mode == "eager")
     graph = serving.median_abs(r.tpot_error for r in rows if r.mode == "graph")
-    assert eager <= 0.66 and graph <= 0.37, (eager, graph)
+    assert graph <= 0.15
+    assert graph == pytest.approx(0.048, abs=0.005)
+    assert eager == pytest.approx(0.380, abs=0.01)
     assert all(r.tpot_error < 0.1 for r in rows)     # never over-predicted by more than 10 %
