@@ -273,8 +273,10 @@ def validate(
     html: Annotated[Optional[str], typer.Option("--html", help="Also write an HTML report of the results.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing output files.")] = False,
     compare: Annotated[str, typer.Option("--compare", help="Schedules to run (always both, kept for symmetry with predict).")] = "unfused,fused",
+    backend: Annotated[str, typer.Option("--backend", help="triton: rooflab's own kernels (unfused and fused); torch: the torch suite as eager PyTorch, CUDA graphs and torch.compile run it.")] = "triton",
+    split: Annotated[Optional[str], typer.Option("--split", help="--backend torch: only the calibration or the validation cases.")] = None,
 ):
-    """Check predictions against Triton kernels timed on the GPU (or re-check saved results)."""
+    """Check predictions against kernels timed on the GPU (or re-check saved results)."""
     import sys
     from pathlib import Path
 
@@ -282,11 +284,17 @@ def validate(
     from rooflab.trace import source
     from rooflab.validate import accuracy, steps, suite
 
+    if backend not in ("triton", "torch"):
+        raise RooflabError(f"--backend {backend}: expected triton or torch")
     if output and not from_file and not dry_run:
         _check_output("--output", output, force, make_parents=True)
     if html:
         _check_output("--html", html, force)
     hw = api.load_hardware(hardware)
+    from rooflab.validate import torch_compare
+    if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
+        _validate_torch(hw, workload, gpu, from_file, output, cases, split, force)
+        return
     if workload:
         graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
         if source.is_program(workload):
@@ -346,6 +354,46 @@ def validate(
         _write_validation_html(html, vf, force)
 
 
+def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, force) -> None:
+    """validate --backend torch: run the torch suite on the GPU (or read a run with --from)
+    and print it against the predictions."""
+    import sys
+    from pathlib import Path
+
+    from rooflab.validate import torch_compare
+    if workload:
+        raise RooflabError("--backend torch runs the built-in torch suite "
+                           "(rooflab/validate/torch_suite.py), not a workload; measured steps of "
+                           "hf: models come from lab/hf_eager/measure.py (validate --from)")
+    if split not in (None, "calibration", "validation"):
+        raise RooflabError(f"--split {split}: expected calibration or validation")
+    if from_file:
+        doc = torch_compare.load(from_file)
+    else:
+        if not gpu:
+            raise RooflabError("validate runs kernels only with --gpu (or use --from FILE)")
+        from rooflab.validate import gpu as vgpu
+        vgpu.require("validate")
+        from rooflab.validate import torch_run, torch_suite
+        wanted = _split(cases) if cases else []
+        chosen = [c for c in torch_suite.select(split=split)
+                  if not wanted or any(w in c.id for w in wanted)]
+        if not chosen:
+            raise RooflabError(f"--cases {cases}: no torch suite case matches")
+        out = Path(output or f"reports/validation/torch/{vgpu.slug()}-{vgpu.today()}.json")
+        if out.exists() and not force:
+            raise RooflabError(f"{out} exists; pass --force to overwrite it")
+        doc = torch_run.run_to_file(chosen, out, "rooflab " + " ".join(sys.argv[1:]),
+                                    log=lambda m: typer.echo(printable(m), err=True))
+    rows = torch_compare.compare(doc, hw)
+    if split:
+        rows = [r for r in rows if r.split == split]
+    for line in (torch_compare.render(rows) + "\n" + torch_compare.render_summary(rows)).splitlines():
+        typer.echo(printable(line))
+    if not from_file:
+        typer.echo(printable(f"wrote {out}"))
+
+
 def _write_validation_html(path: str, vf, force: bool) -> None:
     from rooflab.report import html as html_report
     html_report.write_validation(path, vf, force=force)
@@ -359,8 +407,10 @@ def calibrate(
     output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write.")] = "hardware_specs/measured/h200.yaml",
     base: Annotated[str, typer.Option("--base", help="Datasheet spec the calibrated one starts from.")] = "h200",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
+    torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
 ):
-    """Measure bandwidths, GEMM peaks and launch costs; write a spec that cites the measurements."""
+    """Measure bandwidths, GEMM peaks and launch costs (and eager PyTorch's kernel families);
+    write a spec that cites the measurements."""
     import sys
     from pathlib import Path
 
@@ -378,7 +428,8 @@ def calibrate(
     from rooflab.validate import calibrate as cal
     prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
     raw = Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json"
-    cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True))
+    cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True),
+                  torch_suite=torch_suite)
     typer.echo(printable(f"wrote {out} and {raw}"))
 
 

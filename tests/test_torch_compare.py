@@ -185,3 +185,24 @@ def test_split_reductions_match_inductor(rows):
     assert by_id["softmax_64x1024_bf16"].inductor_kernels_predicted == (1, 0)
     # 64 MiB read over the grid, not one program on one SM (2.2 ms before the split)
     assert by_id["sum_all_16M_fp32"].compiled_us_predicted < 100
+
+
+def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
+    # what `rooflab calibrate --gpu` does with its torch-suite run, on the committed run and
+    # the committed calibration: curves, torch.compile's host figures, a source that cites it
+    import json
+    from rooflab.hardware import HardwareFile, to_core
+    from rooflab.validate.calspec import write_spec
+    from rooflab.yamlio import load_yaml
+    base = HardwareFile.model_validate(load_yaml(ROOT / "hardware_specs/h200.yaml", "spec").data)
+    raw = json.loads((ROOT / "reports/calibration/h200-2026-12-03.json").read_text())
+    spec = write_spec(base, raw["measured"], raw["provenance"], "cal.json")
+    out = tc.add_to_spec(spec, doc, "cal-torch.json")
+    hw = to_core(HardwareFile.model_validate(out))
+    assert set(hw.family_curves) == set(FAMILIES) - {"copy_broadcast"}   # not in that run
+    assert hw.compiled_launch_s == pytest.approx(34.94e-6, abs=1e-8)
+    assert hw.compiled_call_s == pytest.approx((50.788 - 34.94) * 1e-6, abs=1e-8)
+    assert hw.graph_gap_s is None                  # that run did not measure the replay gap
+    assert "cal-torch.json" in out["sources"]["CAL-TORCH"]
+    assert out["kernel_families"]["softmax"]["source"] == "CAL-TORCH"
+    assert "kernel_families" not in spec or spec["kernel_families"] != out["kernel_families"]

@@ -18,20 +18,15 @@ import argparse
 from pathlib import Path
 
 from rooflab import api
-from rooflab.kernel_families import FAMILIES
 from rooflab.validate import torch_compare as tc
 
-NOTE = ("achieved fraction of HBM peak of eager PyTorch's kernel against MB read + written; "
-        "small sizes hold its fixed GPU time")
-
-
 def spec_block(curves: dict) -> str:
-    """The YAML `kernel_families:` block of `curves`."""
+    """The YAML `kernel_families:` block of `curves` (spec_figures' kernel_families)."""
     lines = ["kernel_families:"]
-    for fam, pts in curves.items():
+    for fam, c in curves.items():
         lines += [f"  {fam}:",
-                  "    points: [" + ", ".join(f"[{mb}, {f}]" for mb, f in pts) + "]",
-                  "    source: TORCH-RUN", f'    note: "{NOTE}"']
+                  "    points: [" + ", ".join(f"[{mb}, {f}]" for mb, f in c["points"]) + "]",
+                  f"    source: {c['source']}", f'    note: "{c["note"]}"']
     return "\n".join(lines) + "\n"
 
 
@@ -43,11 +38,9 @@ def main() -> None:
     ap.add_argument("--table", action="store_true")
     a = ap.parse_args()
     hw = api.load_hardware(a.spec)
-    rows = []
     for run in a.runs:
         doc = tc.load(run)
         run_rows = tc.compare(doc, hw)
-        rows += run_rows
         print(run)
         if a.table:
             print(tc.render(run_rows))
@@ -64,7 +57,8 @@ def main() -> None:
         text = spec.read_text()
         if "kernel_families:" in text:
             text = text[:text.index("kernel_families:")]
-        curves = tc.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES)
+        curves = tc.spec_figures([tc.load(run) for run in a.runs], hw,
+                                 "TORCH-RUN")["kernel_families"]
         spec.write_text(text.rstrip("\n") + "\n" + spec_block(curves))
         print(f"wrote {len(curves)} family curves into {spec}")
 

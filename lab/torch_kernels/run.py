@@ -20,21 +20,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from rooflab.validate import torch_run, torch_suite  # noqa: E402
 
 
-def _line(entry: dict) -> str:
-    if "skipped" in entry:
-        return f"{entry['id']:<44} skipped ({entry['skipped']})"
-    parts = [f"{entry['id']:<44}"]
-    for key in ("eager_us", "eager_sync_us", "graph_us", "compiled_us", "compiled_graph_us"):
-        if key in entry:
-            parts.append(f"{key.removesuffix('_us')}={entry[key]:.1f}us")
-    if "kernels" in entry:
-        parts.append(f"kernels={len(entry['kernels'])}")
-    if "error" in entry:
-        parts.append(f"ERROR {entry['error']}")
-    parts.append(f"[{entry.get('wall_s', 0):.1f}s]")
-    return " ".join(parts)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="the JSON file to write")
@@ -57,7 +42,7 @@ def main(argv=None) -> int:
         os.replace(tmp, args.out)
 
     def on_case(entry, result):
-        print(_line(entry), flush=True)
+        print(torch_run.summary_line(entry), flush=True)
         write(result)
 
     result = torch_run.run(cases, device=args.device, budget_s=args.budget_s,

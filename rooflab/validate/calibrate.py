@@ -242,13 +242,35 @@ def measure(log=print, hw: Hardware | None = None) -> dict:
     return out
 
 
+def measure_torch(log=print, budget_s: float = 300, command: str = "") -> dict:
+    """The torch suite's calibration cases (rooflab/validate/torch_suite.py) timed as eager
+    PyTorch, CUDA graphs and torch.compile run them: a torch-suite run (torch_run.run)."""
+    from rooflab.validate import torch_run, torch_suite
+    cases = torch_suite.select(split="calibration")
+    log(f"torch suite: {len(cases)} calibration cases (ATen kernel families, torch.compile)")
+    return torch_run.run(cases, "cuda", budget_s=budget_s, command=command,
+                         on_case=lambda entry, _: log(torch_run.summary_line(entry)))
+
+
 def calibrate(base: HardwareFile, spec_out: Path, raw_out: Path, provenance: dict,
-              log=print) -> dict:
-    """Measure, then write the raw figures (JSON) and the calibrated spec (YAML)."""
+              log=print, torch_suite: bool = True) -> dict:
+    """Measure, then write the raw figures (JSON) and the calibrated spec (YAML). With
+    `torch_suite`, also time the torch suite's calibration cases (written beside the raw
+    figures as <raw>-torch.json) and put eager PyTorch's kernel-family curves, torch.compile's
+    host figures and the graph-replay gap into the spec, citing CAL-TORCH."""
     m = measure(log, to_core(base))
     raw_out.parent.mkdir(parents=True, exist_ok=True)
     raw_out.write_text(json.dumps({"provenance": provenance, "measured": m}, indent=1) + "\n")
     spec = write_spec(base, m, provenance, str(raw_out))
+    if torch_suite:
+        from rooflab.validate import torch_compare
+        run = measure_torch(log, command=provenance.get("command", ""))
+        torch_out = raw_out.with_name(raw_out.stem + "-torch.json")
+        torch_out.write_text(json.dumps(run, indent=1) + "\n")
+        spec = torch_compare.add_to_spec(spec, run, str(torch_out))
+        log(f"torch suite: {len(spec['kernel_families'])} kernel-family curves; "
+            + ", ".join(f"{k} {v['value']}" for k, v in spec["launch"].items()
+                        if v.get("source") == "CAL-TORCH"))
     spec_out.parent.mkdir(parents=True, exist_ok=True)
     header = (f"# {base.display_name}, calibrated by `rooflab calibrate --gpu` on "
               f"{provenance['date']}.\n# Figures citing CAL were measured; the rest are the "

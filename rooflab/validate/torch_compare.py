@@ -112,6 +112,16 @@ def load(path: str | Path) -> dict:
     return doc
 
 
+def is_run_file(path: str | Path) -> bool:
+    """Whether `path` is a torch-suite run file (its schema is SCHEMA)."""
+    try:
+        with open(path) as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return f'"schema": "{SCHEMA}"' in head
+
+
 def inductor_kernel_counts(names: list[str]) -> tuple[int, int]:
     """(Triton kernels, extern library calls) among the kernel names of one compiled call. A
     cuBLAS GEMM's memset and split-K reduction are parts of its one call, not calls."""
@@ -146,12 +156,15 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
 
 def calibrated(hw: Hardware, host: dict, compiled: dict | None = None) -> Hardware:
     """`hw` with the run's own host figures (and torch.compile's, fitted by
-    fit_compiled_host). The suite's modules are bare nn.Linear and function wrappers, not
-    transformers' modules: module_call_s is not charged here."""
+    fit_compiled_host; and the replay gap where the run measured it). The suite's modules are
+    bare nn.Linear and function wrappers, not transformers' modules: module_call_s is not
+    charged here."""
     if compiled:
         hw = replace(hw, compiled_call_s=compiled["compiled_call_us"] * 1e-6,
                      compiled_launch_s=compiled["compiled_launch_us"] * 1e-6,
                      compiled_extern_s=compiled["compiled_extern_us"] * 1e-6)
+    if host.get("graph_gap_us") is not None:
+        hw = replace(hw, graph_gap_s=host["graph_gap_us"] * 1e-6)
     return replace(hw, eager_dispatch_s=host["tiny_op_dispatch_us"] * 1e-6,
                    gemm_dispatch_s=host["mm_dispatch_us"] * 1e-6,
                    view_dispatch_s=host["view_dispatch_us"] * 1e-6,
@@ -233,6 +246,57 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
     return curves
 
 
+CURVE_NOTE = ("achieved fraction of HBM peak of eager PyTorch's kernel against MB read + "
+              "written; small sizes hold its fixed GPU time")
+
+
+def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
+    """What torch-suite runs give a measured spec, as the spec's YAML keys: `kernel_families`
+    (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
+    figures (fit_compiled_host, from the first run that has compiled cases) and the replay gap
+    (graph_gap_us, from the first run that measured it). Each figure cites `source`."""
+    from rooflab.kernel_families import FAMILIES
+    rows = [r for doc in runs for r in compare(doc, hw)]
+    curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES)
+    out: dict = {"kernel_families": {
+        fam: {"points": [[mb, f] for mb, f in pts], "source": source, "note": CURVE_NOTE}
+        for fam, pts in curves.items()}, "launch": {}}
+    launch = out["launch"]
+    for doc in runs:
+        if "compiled_call_us" not in launch and any(r.get("compiled_us") for r in doc["cases"]):
+            try:
+                fit = fit_compiled_host(doc)
+            except RooflabError:
+                continue
+            for key, note in (("compiled_call_us", "a torch.compile call beyond its launches"),
+                              ("compiled_launch_us", "per Triton kernel its wrapper launches"),
+                              ("compiled_extern_us", "per extern (ATen) call from its wrapper")):
+                launch[key] = {"value": round(fit[key], 2), "source": source,
+                               "note": f"{note}; fitted on {fit['cases']} host-bound cases"}
+        gap = doc["host"].get("graph_gap_us")
+        if "graph_gap_us" not in launch and gap is not None:
+            launch["graph_gap_us"] = {"value": round(gap, 3), "source": source,
+                                      "note": "per replayed kernel beyond its profiled time "
+                                              "(200 adds of 1M bf16 in one graph)"}
+    return out
+
+
+def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH") -> dict:
+    """The spec document `spec` (a calibrated spec's YAML keys) with what the torch-suite
+    `run` (written at `run_path`) measures: spec_figures' kernel-family curves, replacing any,
+    and launch figures, citing `source`."""
+    from rooflab.hardware import HardwareFile, to_core
+    figures = spec_figures([run], to_core(HardwareFile.model_validate(spec)), source)
+    prov = run["provenance"]
+    out = {**spec, "sources": {**spec["sources"], source: (
+        f"the torch suite's {len(run['cases'])} calibration cases on {prov.get('gpu')}, "
+        f"{prov.get('date_utc')}, torch {prov.get('torch')} (rooflab calibrate --gpu): "
+        f"{run_path}")}}
+    out["launch"] = {**spec["launch"], **figures["launch"]}
+    out["kernel_families"] = figures["kernel_families"]
+    return out
+
+
 def _sig(x: float, digits: int = 4) -> float:
     """`x` rounded to `digits` significant figures (a plain float, for YAML)."""
     return float(f"{x:.{digits}g}")
@@ -245,6 +309,7 @@ def summary(rows: list[CaseComparison]) -> dict[str, float]:
         v = [abs(e) for e in errs if e is not None]
         return float(np.percentile(v, q)) if v else float("nan")
     single = [r for r in rows if r.family != "step"]
+    n_compiled = sum(bool(r.inductor_kernels) for r in rows)
     return {"cases": len(rows),
             "kernel_median": stat((r.kernel_error for r in single), 50),
             "kernel_p90": stat((r.kernel_error for r in single), 90),
@@ -255,7 +320,21 @@ def summary(rows: list[CaseComparison]) -> dict[str, float]:
             "compiled_speedup_median": stat((r.compiled_speedup_error for r in rows), 50),
             "inductor_count_match": (sum(r.inductor_kernels == r.inductor_kernels_predicted
                                          for r in rows if r.inductor_kernels)
-                                     / max(1, sum(bool(r.inductor_kernels) for r in rows)))}
+                                     / n_compiled if n_compiled else float("nan"))}
+
+
+def render_summary(rows: list[CaseComparison]) -> str:
+    """summary() of each split and, for the validation split, of each family: one line each,
+    medians and p90s as percentages."""
+    def line(label, s):
+        return f"{label:26s} " + "  ".join(
+            f"{k} {v:.0f}" if k == "cases" else f"{k} {v:.1%}" for k, v in s.items()
+            if k == "cases" or v == v)            # NaN: nothing of that kind in the rows
+    lines = [line(split, summary([r for r in rows if r.split == split]))
+             for split in ("calibration", "validation") if any(r.split == split for r in rows)]
+    lines += [line(f"  {fam}", s) for fam, s in
+              by_family([r for r in rows if r.split == "validation"]).items()]
+    return "\n".join(lines)
 
 
 def by_family(rows: list[CaseComparison]) -> dict[str, dict[str, float]]:

@@ -143,9 +143,9 @@ def _graph(torch, fn: Callable):
 
 def host_constants(torch, device: str) -> dict:
     """Host-side costs of eager PyTorch, in µs: a tiny op's dispatch, a 64³ bf16 mm's, a
-    view's (no kernel), a compiled trivial function's call, and a CUDA graph's per-kernel
-    replay cost ((replay of 100 tiny kernels - replay of 1) / 99). GPU-only figures are None
-    on the CPU."""
+    view's (no kernel), a compiled trivial function's call, a CUDA graph's per-kernel replay
+    cost ((replay of 100 tiny kernels - replay of 1) / 99), and the gap a replayed kernel adds
+    beyond its profiled time (graph_gap_us). GPU-only figures are None or absent on the CPU."""
     clock = _Clock(torch, device)
     n = 2000
     a = torch.ones(1, device=device)
@@ -189,6 +189,19 @@ def host_constants(torch, device: str) -> dict:
     t100 = clock.per_call_us(g100.replay, 200)
     out.update(graph_1_kernel_us=round(t1, 3), graph_100_kernels_us=round(t100, 3),
                graph_launch_us=round((t100 - t1) / 99, 3))
+    # the gap a replayed kernel adds beyond its own profiled time: 200 adds of 1M bf16
+    # elements (6 MB moved each) in one graph, against the same 200 calls profiled eagerly
+    x = torch.randn(1 << 20, device=device, dtype=torch.bfloat16)
+    y = torch.randn(1 << 20, device=device, dtype=torch.bfloat16)
+
+    def adds():
+        for _ in range(200):
+            torch.add(x, y)
+    g200 = _graph(torch, adds)
+    replay_us = clock.per_call_us(g200.replay, 20)
+    kernels = [e for e in _profile(torch, adds, 1) if "elementwise" in e[0]]
+    if len(kernels) == 200:
+        out["graph_gap_us"] = round((replay_us - sum(e[2] for e in kernels)) / 200, 3)
     return out
 
 
@@ -303,6 +316,22 @@ def _time_compiled(torch, clock, mod, inputs, n, entry, profile, compile_ok):
     torch._dynamo.reset()
 
 
+def summary_line(entry: dict) -> str:
+    """One line for a case's entry: its times in µs, kernel count, error and wall time."""
+    if "skipped" in entry:
+        return f"{entry['id']:<44} skipped ({entry['skipped']})"
+    parts = [f"{entry['id']:<44}"]
+    for key in ("eager_us", "eager_sync_us", "graph_us", "compiled_us", "compiled_graph_us"):
+        if key in entry:
+            parts.append(f"{key.removesuffix('_us')}={entry[key]:.1f}us")
+    if "kernels" in entry:
+        parts.append(f"kernels={len(entry['kernels'])}")
+    if "error" in entry:
+        parts.append(f"ERROR {entry['error']}")
+    parts.append(f"[{entry.get('wall_s', 0):.1f}s]")
+    return " ".join(parts)
+
+
 def run(cases, device: str = "cuda", budget_s: float = 330, profile: bool = True,
         compile: bool = True, command: str | None = None,
         on_case: Callable[[dict, dict], None] | None = None) -> dict:
@@ -340,4 +369,20 @@ def run(cases, device: str = "cuda", budget_s: float = 330, profile: bool = True
                 on_case(entry, result)
     result["wall_s"] = round(time.perf_counter() - t_start, 2)
     result["cases_run"] = sum("skipped" not in c for c in result["cases"])
+    return result
+
+
+def run_to_file(cases, out, command: str, log=print, device: str = "cuda") -> dict:
+    """run() every case with no time budget, rewriting the JSON file `out` after each case (a
+    run cut short keeps what it finished) and logging a line per case; returns the run."""
+    import json
+    from pathlib import Path
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def on_case(entry, result):
+        log(summary_line(entry))
+        out.write_text(json.dumps(result, indent=1) + "\n")
+    result = run(cases, device, budget_s=math.inf, command=command, on_case=on_case)
+    out.write_text(json.dumps(result, indent=1) + "\n")
     return result
