@@ -206,3 +206,5 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     assert "cal-torch.json" in out["sources"]["CAL-TORCH"]
     assert out["kernel_families"]["softmax"]["source"] == "CAL-TORCH"
     assert "kernel_families" not in spec or spec["kernel_families"] != out["kernel_families"]
+    import yaml
+    yaml.safe_dump(out)             # plain numbers: the spec is written as YAML

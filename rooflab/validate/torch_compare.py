@@ -271,11 +271,11 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
             for key, note in (("compiled_call_us", "a torch.compile call beyond its launches"),
                               ("compiled_launch_us", "per Triton kernel its wrapper launches"),
                               ("compiled_extern_us", "per extern (ATen) call from its wrapper")):
-                launch[key] = {"value": round(fit[key], 2), "source": source,
+                launch[key] = {"value": round(float(fit[key]), 2), "source": source,
                                "note": f"{note}; fitted on {fit['cases']} host-bound cases"}
         gap = doc["host"].get("graph_gap_us")
         if "graph_gap_us" not in launch and gap is not None:
-            launch["graph_gap_us"] = {"value": round(gap, 3), "source": source,
+            launch["graph_gap_us"] = {"value": round(float(gap), 3), "source": source,
                                       "note": "per replayed kernel beyond its profiled time "
                                               "(200 adds of 1M bf16 in one graph)"}
     return out
