@@ -408,6 +408,7 @@ def calibrate(
     base: Annotated[str, typer.Option("--base", help="Datasheet spec the calibrated one starts from.")] = "h200",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
     torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
+    from_file: Annotated[Optional[str], typer.Option("--from", help="Rebuild the spec from a calibration's raw figures (reports/calibration/<gpu>-<date>.json and its -torch.json) with the current code; no GPU.")] = None,
 ):
     """Measure bandwidths, GEMM peaks and launch costs (and eager PyTorch's kernel families);
     write a spec that cites the measurements."""
@@ -416,13 +417,20 @@ def calibrate(
 
     from rooflab import hardware as hwmod
 
-    if not gpu:
-        raise RooflabError("calibrate measures only with --gpu")
+    if not gpu and not from_file:
+        raise RooflabError("calibrate measures only with --gpu (or rebuilds a spec --from a "
+                           "calibration's raw figures)")
     _check_output("--output", output, force)
     out = Path(output)
     if out.exists() and not force:
         raise RooflabError(f"{out} exists; pass --force to overwrite it")
     base_hw = hwmod.load(base)
+    if from_file:
+        from rooflab.validate import calspec
+        out.write_text(calspec.spec_text(base_hw.spec, *calspec.spec_and_provenance(
+            base_hw.spec, from_file)))
+        typer.echo(printable(f"wrote {out} from {from_file}"))
+        return
     from rooflab.validate import gpu as vgpu
     vgpu.require("calibrate")
     from rooflab.validate import calibrate as cal

@@ -31,10 +31,9 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
-import yaml
 
 from rooflab.hardware import Hardware, HardwareFile, to_core
-from rooflab.validate.calspec import write_spec
+from rooflab.validate.calspec import spec_from_raw, spec_text, torch_run_path
 from rooflab.validate.timing import bench_kernel, capture
 
 
@@ -261,21 +260,16 @@ def calibrate(base: HardwareFile, spec_out: Path, raw_out: Path, provenance: dic
     m = measure(log, to_core(base))
     raw_out.parent.mkdir(parents=True, exist_ok=True)
     raw_out.write_text(json.dumps({"provenance": provenance, "measured": m}, indent=1) + "\n")
-    spec = write_spec(base, m, provenance, str(raw_out))
     if torch_suite:
-        from rooflab.validate import torch_compare
         run = measure_torch(log, command=provenance.get("command", ""))
-        torch_out = raw_out.with_name(raw_out.stem + "-torch.json")
-        torch_out.write_text(json.dumps(run, indent=1) + "\n")
-        spec = torch_compare.add_to_spec(spec, run, str(torch_out))
+        torch_run_path(raw_out).write_text(json.dumps(run, indent=1) + "\n")
+    spec = spec_from_raw(base, raw_out)
+    if torch_suite:
         log(f"torch suite: {len(spec['kernel_families'])} kernel-family curves; "
             + ", ".join(f"{k} {v['value']}" for k, v in spec["launch"].items()
                         if v.get("source") == "CAL-TORCH"))
     spec_out.parent.mkdir(parents=True, exist_ok=True)
-    header = (f"# {base.display_name}, calibrated by `rooflab calibrate --gpu` on "
-              f"{provenance['date']}.\n# Figures citing CAL were measured; the rest are the "
-              f"datasheet spec's ({base.name}).\n")
-    spec_out.write_text(header + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True))
+    spec_out.write_text(spec_text(base, spec, provenance))
     return m
 
 

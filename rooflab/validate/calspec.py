@@ -4,6 +4,11 @@ rebuild the spec each committed validation run was measured against (rooflab/val
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import yaml
+
 from rooflab.hardware import HardwareFile
 
 
@@ -63,3 +68,43 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
     spec["launch"]["triton_launch_us"] = fig(m["triton_launch_us"], "tiny Triton kernel launched from Python")
     HardwareFile.model_validate(spec)
     return spec
+
+
+def torch_run_path(raw_path: str | Path) -> Path:
+    """Where a calibration's torch-suite run lies: beside its raw figures, <raw>-torch.json."""
+    raw_path = Path(raw_path)
+    return raw_path.with_name(raw_path.stem + "-torch.json")
+
+
+def spec_from_raw(base: HardwareFile, raw_path: str | Path) -> dict:
+    """The calibrated spec `rooflab calibrate --gpu` wrote from a calibration's raw figures,
+    as the current code writes it: write_spec, plus the torch-suite run beside them where there
+    is one (its family curves and launch figures, rooflab.validate.torch_compare.add_to_spec;
+    that part needs torch)."""
+    raw = json.loads(Path(raw_path).read_text())
+    spec = write_spec(base, raw["measured"], raw["provenance"], str(raw_path))
+    run_path = torch_run_path(raw_path)
+    if run_path.is_file():
+        from rooflab.validate import torch_compare
+        spec = torch_compare.add_to_spec(spec, json.loads(run_path.read_text()), str(run_path))
+    return spec
+
+
+def spec_and_provenance(base: HardwareFile, raw_path: str | Path) -> tuple[dict, dict]:
+    """spec_from_raw's spec and the calibration's provenance; RooflabError naming the file
+    when it is not a calibration's raw figures."""
+    from rooflab.errors import RooflabError
+    try:
+        provenance = json.loads(Path(raw_path).read_text())["provenance"]
+        return spec_from_raw(base, raw_path), provenance
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise RooflabError(f"not a calibration's raw figures ({type(e).__name__}: {e})",
+                           file=str(raw_path)) from None
+
+
+def spec_text(base: HardwareFile, spec: dict, provenance: dict) -> str:
+    """The calibrated spec's YAML file: a header saying what was measured, then `spec`."""
+    header = (f"# {base.display_name}, calibrated by `rooflab calibrate --gpu` on "
+              f"{provenance['date']}.\n# Figures citing CAL (and CAL-TORCH: the torch suite) were "
+              f"measured; the rest are the datasheet spec's ({base.name}).\n")
+    return header + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True)

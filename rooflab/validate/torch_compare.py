@@ -138,7 +138,8 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
 
         compiled_us = call + (Triton kernels) x launch + (extern calls) x extern
 
-    with call + launch pinned to the run's compiled trivial function (one Triton kernel)."""
+    with call + launch pinned to the run's compiled trivial function (one Triton kernel), and
+    no figure negative."""
     one = doc["host"].get("compiled_call_us")
     rows = [(inductor_kernel_counts(r["compiled_kernels"]), r["compiled_us"])
             for r in doc["cases"] if r.get("split") == "calibration" and r.get("compiled_us")
@@ -150,8 +151,14 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
     x = np.array([(t - 1, e) for (t, e), _ in rows], dtype=float)
     y = np.array([us - one for _, us in rows])
     (launch, extern), *_ = np.linalg.lstsq(x, y, rcond=None)
-    return {"compiled_call_us": one - launch, "compiled_launch_us": float(launch),
-            "compiled_extern_us": float(extern), "cases": len(rows)}
+    if not 0.0 <= launch <= one:
+        # no figure may be negative: the launch takes the bound it crossed (a call of no cost
+        # beyond its launch, or a free launch) and the extern call is fitted alone
+        launch = min(max(launch, 0.0), one)
+        extern = float(np.dot(x[:, 1], y - launch * x[:, 0]) / np.dot(x[:, 1], x[:, 1])) \
+            if x[:, 1].any() else 0.0
+    return {"compiled_call_us": float(one - launch), "compiled_launch_us": float(launch),
+            "compiled_extern_us": max(0.0, float(extern)), "cases": len(rows)}
 
 
 def calibrated(hw: Hardware, host: dict, compiled: dict | None = None) -> Hardware:
