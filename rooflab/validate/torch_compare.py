@@ -139,7 +139,7 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
         compiled_us = call + (Triton kernels) x launch + (extern calls) x extern
 
     with call + launch pinned to the run's compiled trivial function (one Triton kernel), and
-    no figure negative."""
+    the call at least a tiny eager op's dispatch."""
     one = doc["host"].get("compiled_call_us")
     rows = [(inductor_kernel_counts(r["compiled_kernels"]), r["compiled_us"])
             for r in doc["cases"] if r.get("split") == "calibration" and r.get("compiled_us")
@@ -151,10 +151,12 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
     x = np.array([(t - 1, e) for (t, e), _ in rows], dtype=float)
     y = np.array([us - one for _, us in rows])
     (launch, extern), *_ = np.linalg.lstsq(x, y, rcond=None)
-    if not 0.0 <= launch <= one:
-        # no figure may be negative: the launch takes the bound it crossed (a call of no cost
-        # beyond its launch, or a free launch) and the extern call is fitted alone
-        launch = min(max(launch, 0.0), one)
+    # a compiled call costs at least what an eager op's dispatch does (a Python call into C++;
+    # its guards and wrapper come on top), and a launch is not free: where the fit crosses a
+    # bound, the launch takes it and the extern call is fitted alone
+    least_call = doc["host"].get("tiny_op_dispatch_us") or 0.0
+    if not 0.0 < launch <= one - least_call:
+        launch = min(max(launch, 0.0), one - least_call)
         extern = float(np.dot(x[:, 1], y - launch * x[:, 0]) / np.dot(x[:, 1], x[:, 1])) \
             if x[:, 1].any() else 0.0
     return {"compiled_call_us": float(one - launch), "compiled_launch_us": float(launch),
