@@ -163,6 +163,17 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
             "compiled_extern_us": max(0.0, float(extern)), "cases": len(rows)}
 
 
+def compiled_host_of(doc: dict) -> dict | None:
+    """fit_compiled_host of the run, or None where it cannot be fitted (no compiled cases, or
+    too few host-bound calibration ones: a validation-only run): the spec's figures are used."""
+    if not any(r.get("compiled_us") for r in doc["cases"]):
+        return None
+    try:
+        return fit_compiled_host(doc)
+    except RooflabError:
+        return None
+
+
 def calibrated(hw: Hardware, host: dict, compiled: dict | None = None) -> Hardware:
     """`hw` with the run's own host figures (and torch.compile's, fitted by
     fit_compiled_host; and the replay gap where the run measured it). The suite's modules are
@@ -189,8 +200,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[Case
     from rooflab.validate import torch_suite
     from rooflab.ops import Role
     cases = {c.id: c for c in torch_suite.select()}
-    compiled_host = fit_compiled_host(doc) if any(r.get("compiled_us") for r in doc["cases"]) \
-        else None
+    compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
     out = []
     for rec in doc["cases"]:
@@ -204,7 +214,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[Case
         replay = api.predict_graph(graph, hw, "unfused", "graph")
         kernels = rec.get("kernels") or []
         extra = {}
-        if rec.get("compiled_us") and compiled_host:
+        if rec.get("compiled_us"):
             comp = api.predict_graph(graph, hw, "inductor", "compiled")
             library = (Role.GEMM, Role.ATTENTION, Role.OPAQUE, Role.COLLECTIVE)
             extern = sum(k.anchor in library for k in comp.schedule.kernels)
