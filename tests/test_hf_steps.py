@@ -47,19 +47,19 @@ def test_step_time_errors_meet_the_target_and_are_pinned(rows):
     # (launching ATen calls, GEMM dispatch, views, and transformers' per-module Python at the
     # spec's module_call_us, fitted on another lease). Graph replays are the kernels' device
     # time: repeat_kv's copies out of an expanded view run at ~1.2 TB/s (the copy_broadcast
-    # family), and a replayed kernel priced by a measured curve adds graph_gap_us. Prefill is
-    # still over-predicted (GEMMs on zero ids run faster; the ATen pointwise curves, fitted on
-    # the torch suite, are slower than transformers' kernels at the same bytes). Pinned, so
-    # that a change of the model shows here.
+    # family), and a replayed kernel priced by a measured curve adds graph_gap_us (0.18 us on
+    # the calibration's lease, 0.62 on another: small-batch decode, ~1,700 kernels, is
+    # under-predicted by up to 15 %). Prefill is over-predicted (GEMMs on zero ids run faster).
+    # Pinned, so that a change of the model shows here.
     eager = steps.median_abs(r.eager_error for r in rows)
     graph = steps.median_abs(r.graph_error for r in rows)
     assert eager <= 0.15 and graph <= 0.15
-    assert eager == pytest.approx(0.097, abs=0.005)
-    assert graph == pytest.approx(0.115, abs=0.005)
+    assert eager == pytest.approx(0.095, abs=0.005)
+    assert graph == pytest.approx(0.122, abs=0.005)
     prefill_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "prefill")
     decode_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "decode")
-    assert prefill_graph == pytest.approx(0.159, abs=0.005)
-    assert decode_graph == pytest.approx(0.090, abs=0.005)
+    assert prefill_graph == pytest.approx(0.118, abs=0.005)
+    assert decode_graph == pytest.approx(0.154, abs=0.005)
 
 
 def test_the_gate_fails_without_the_repeat_kv_copy_family():
@@ -70,7 +70,7 @@ def test_the_gate_fails_without_the_repeat_kv_copy_family():
     rows = steps.compare(run, replace(hw, family_curves=curves))
     decode = [r for r in rows if r.step.phase == "decode"]
     assert steps.median_abs(r.graph_error for r in rows) > 0.15
-    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.279, abs=0.005)
+    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.338, abs=0.005)
 
 
 def test_not_a_run_file_is_one_line(tmp_path):

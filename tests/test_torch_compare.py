@@ -1,6 +1,8 @@
 """The torch backend's CI gate: the committed H200 runs of the torch suite (reports/validation/
-torch/h200-2026-12-04.json and -r3.json, lab/torch_kernels/run.py) re-predicted with the current
-model and the measured spec, whose ATen family curves were fitted from their calibration cases."""
+torch/h200-2026-12-04.json, -r3.json and -fresh.json) re-predicted with the current model and the
+measured spec, whose ATen family curves `rooflab calibrate --gpu` fitted on another lease
+(reports/calibration/h200-2026-12-04-torch.json). Each run is compared under its own host
+figures."""
 
 from dataclasses import replace
 from pathlib import Path
@@ -64,9 +66,10 @@ def test_family_curve_by_hand():
     assert "cat" not in tc.fit_family_curves(rows, 4.8e12, ["cat"])
 
 
-def test_the_spec_curves_are_the_runs_fit(rows, rows_r3, hw):
-    # the measured spec's kernel_families are exactly what the two committed runs fit to
-    fitted = tc.fit_family_curves(rows + rows_r3, hw.hbm_bytes_per_s, FAMILIES)
+def test_the_spec_curves_are_its_calibrations_fit(hw):
+    # the measured spec's kernel_families are exactly what its calibration's torch run fits to
+    cal = ROOT / "reports" / "calibration" / "h200-2026-12-04-torch.json"
+    fitted = tc.fit_family_curves(tc.compare(tc.load(cal), hw), hw.hbm_bytes_per_s, FAMILIES)
     assert set(fitted) == set(FAMILIES)
     for fam, pts in fitted.items():
         spec = hw.family_curves[fam]
@@ -82,15 +85,16 @@ def test_suite_coverage(rows, rows_r3):
 
 def test_validation_errors_are_pinned(rows):
     # Targets (issue 14): per kernel median 8 %, p90 20 %; whole call eager and graph 10 %.
-    # Not met: softmax and the norms depend on row length, not bytes alone; tall-skinny GEMMs
+    # The curves come from another lease's calibration (the run's own calibration cases gave
+    # 9.6 % at the median). Not met: softmax and the norms depend on row length, not bytes alone; tall-skinny GEMMs
     # (small N, long K) run split-K, which the GEMM model does not price; an eager call's
     # synchronize is not modelled. Pinned, so that a change of the model shows here.
     s = tc.summary([r for r in rows if r.split == "validation"])
-    assert s["kernel_median"] == pytest.approx(0.096, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.546, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.181, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.154, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.229, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.101, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.547, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.185, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.159, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.223, abs=0.005)
     fam = tc.by_family([r for r in rows if r.split == "validation"])
     assert fam["elementwise_broadcast"]["kernel_median"] < 0.02
     assert fam["gemm"]["kernel_median"] < 0.08
@@ -100,8 +104,8 @@ def test_repeat_kv_and_masked_decode_sdpa_errors_are_pinned(rows_r3):
     # the copy out of an expanded view runs at ~1.2 TB/s: its own family curve prices it
     fam = tc.by_family([r for r in rows_r3 if r.split == "validation"])
     assert fam["copy_broadcast"]["kernel_median"] == pytest.approx(0.047, abs=0.005)
-    assert fam["copy_broadcast"]["kernel_p90"] == pytest.approx(0.075, abs=0.005)
-    assert fam["sdpa"]["kernel_median"] == pytest.approx(0.085, abs=0.005)
+    assert fam["copy_broadcast"]["kernel_p90"] == pytest.approx(0.064, abs=0.005)
+    assert fam["sdpa"]["kernel_median"] == pytest.approx(0.086, abs=0.005)
     # masked decode: the mask's fill and where, the attention kernel and cuDNN's reduction
     mask = [r for r in rows_r3 if r.id.startswith("sdpa_decode_mask_b4")]
     assert all(r.kernels_measured == r.kernels_predicted == 4 for r in mask)
@@ -167,7 +171,7 @@ def test_compiled_validation_errors_are_pinned(rows):
     val = [r for r in rows if r.split == "validation"]
     s = tc.summary(val)
     assert s["compiled_median"] == pytest.approx(0.145, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.132, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.126, abs=0.005)
     compiled = [r for r in rows if r.compiled_us]
     assert len(compiled) == 40
     wrong = sorted(r.id for r in compiled if r.inductor_kernels != r.inductor_kernels_predicted)
@@ -208,3 +212,16 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     assert "kernel_families" not in spec or spec["kernel_families"] != out["kernel_families"]
     import yaml
     yaml.safe_dump(out)             # plain numbers: the spec is written as YAML
+
+
+def test_the_fresh_calibrations_validation_run_is_pinned(hw):
+    # `rooflab validate --gpu --backend torch --split validation` on the lease after the
+    # calibration: a validation-only run cannot fit torch.compile's host figures, so the
+    # spec's are used
+    doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-fresh.json")
+    assert tc.compiled_host_of(doc) is None
+    s = tc.summary(tc.compare(doc, hw))
+    assert s["cases"] == 100
+    assert s["kernel_median"] == pytest.approx(0.085, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.122, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.122, abs=0.005)

@@ -154,16 +154,18 @@ def test_every_committed_run_is_found_with_its_gpu_and_calibration():
     assert [(r.path.name, r.gpu, r.calibration.name) for r in _runs()] == [
         ("h200-2026-12-02.json", "h200", "h200-2026-12-02.json"),
         ("h200-2026-12-03-run1.json", "h200", "h200-2026-12-03-run1.json"),
-        ("h200-2026-12-03.json", "h200", "h200-2026-12-03.json")]
-    # newest by the measurement's date: "-run1" sorts after the later run by name
-    assert gate.newest_by_gpu(_runs())["h200"].path.name == "h200-2026-12-03.json"
+        ("h200-2026-12-03.json", "h200", "h200-2026-12-03.json"),
+        ("h200-2026-12-04.json", "h200", "h200-2026-12-04.json")]
+    # newest by the measurement's date ("-run1" sorts after the later run of its day by name)
+    assert gate.newest_by_gpu(_runs())["h200"].path.name == "h200-2026-12-04.json"
 
 
 # Each run's figures against its own calibration: the bars gate them, the pinned values say
 # that the current model re-predicts every committed run exactly as before
 FIGURES = {"h200-2026-12-02.json": (0.0339, 0.1416, 0.0546),
            "h200-2026-12-03-run1.json": (0.0360, 0.1273, 0.0575),
-           "h200-2026-12-03.json": (0.0402, 0.1274, 0.0391)}
+           "h200-2026-12-03.json": (0.0402, 0.1274, 0.0391),
+           "h200-2026-12-04.json": (0.0316, 0.1236, 0.0380)}
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=[p.name for p in RUN_FILES])
@@ -387,7 +389,8 @@ def test_bandwidth_mark_on_the_committed_run():
     nbytes = 2 * (2 * 64 * 2048 * 128) + 64 * 2048 * 2048 * 2     # Q, K read; scores written
     assert qk[0].hbm_bytes == nbytes
     assert qk[1] == pytest.approx(nbytes / measured / (hw.hbm_bytes_per_s * hw.hbm_efficiency), rel=1e-12)
+    # the newest run's calibration is the shipped spec (test_shipped_calibrated_spec_is_...)
     r = runner.invoke(app, ["validate", "--from", str(gate.newest_by_gpu(_runs())["h200"].path),
-                            "-H", str(ROOT / vf.provenance.hardware_spec)])
+                            "-H", str(ROOT / "hardware_specs/measured/h200.yaml")])
     assert r.exit_code == 0, r.output
     assert "memory-bound kernels ≥ 256 MB: " in r.stdout and f"of {len(marks)} at ≥ 80% of" in r.stdout

@@ -9,6 +9,15 @@ from rooflab.terminal import printable
 from rooflab.units import format_bytes, format_time
 
 
+def short_kernel(name: str, width: int = 56) -> str:
+    """A fused kernel's name for a table: its ops' names joined by '+' are cut to the first
+    op's and a count once they are wider than `width` characters (--json keeps them all)."""
+    parts = name.split("+")
+    if len(name) <= width or len(parts) == 1:
+        return name
+    return f"{parts[0]} (+{len(parts) - 1} ops)"
+
+
 def _summary(c: Comparison) -> str:
     a, b = c.baseline, c.candidate
     return (f"{b.policy} vs {a.policy} on {a.hardware.name} ({a.launch} launch): "
@@ -22,7 +31,8 @@ def render(c: Comparison, top: int = 30) -> str:
     """The --compare section: summary line, then one row per fusion."""
     rows = []
     for f in c.fusions[:top]:
-        rows.append([f.kernel + (f" ×{f.count}" if f.count > 1 else ""), "→".join(f.ops),
+        rows.append([short_kernel(f.kernel) + (f" ×{f.count}" if f.count > 1 else ""),
+                     "→".join(f.ops),
                      f.fusion, format_bytes(f.hbm_bytes_saved), str(f.launches_saved),
                      format_time(f.time_saved_s),
                      (f.stopped_by[0] + (f" (+{len(f.stopped_by) - 1} more)" if len(f.stopped_by) > 1 else ""))
@@ -44,7 +54,8 @@ def render_ranking(c: Comparison, top: int = 20) -> str:
     hw = c.baseline.hardware.name
     lines = [_summary(c), ""]
     for i, f in enumerate(c.fusions[:top], 1):
-        times = f" (×{f.count}: {f.kernel})" if f.count > 1 else f" ({f.kernel})"
+        kernel = short_kernel(f.kernel)
+        times = f" (×{f.count}: {kernel})" if f.count > 1 else f" ({kernel})"
         lines.append(f"{i:2d}. {' → '.join(f.ops)}: {f.fusion} fusion saves "
                      f"{format_time(f.time_saved_s)} and {format_bytes(f.hbm_bytes_saved)} "
                      f"on {hw}{times}")

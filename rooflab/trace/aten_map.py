@@ -413,8 +413,10 @@ def _mm_launches(call: Call, b: "convert.Builder") -> int:
 
 def _sdpa_launches(call: Call, b: "convert.Builder") -> int:
     # with a boolean mask, SDPA first converts it to an additive float mask (two fills and a
-    # where), then runs the attention kernel (cuDNN on the H200); without one, one kernel
-    return 4 if len(call.inputs) > 3 else 1
+    # where), then runs the attention kernel (cuDNN on the H200); with a float mask or none,
+    # one kernel (and a memset, which the profiler counts apart)
+    masked = len(call.inputs) > 3 and b.value(call.inputs[3]).dtype == "bool"
+    return 4 if masked else 1
 
 
 _VIEW = "a view: metadata only, no kernel"
