@@ -87,3 +87,19 @@ def test_a_run_file_shaped_wrong_is_one_line(tmp_path):
                    '"models": {"m": {"cases": [1, 2]}}}')
     with pytest.raises(RooflabError, match="not a measured-steps run file"):
         steps.load(bad)
+
+
+def test_a_second_lease_reproduces_the_graph_figures():
+    # reports/hf_eager/h200-2026-12-04.json: the same 66 cases timed on another machine (and
+    # profiled with per-op kernel times on a third). CUDA-graph replays reproduce (Llama-3-8B
+    # decode b64 ctx4096: 176.3 ms against 176.1 the day before) and stay within the target.
+    # Eager steps do not: in this lease the same host work took 25.6 to 42.6 ms for
+    # Qwen2.5-7B decode at batch 1 and 4, both contexts (cases that differ only on the GPU),
+    # so the median eager error is 19.8 %, over the 15 % target; pinned.
+    run = steps.load(ROOT / "reports" / "hf_eager" / "h200-2026-12-04.json")
+    rows = steps.compare(run, api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml")))
+    graph = steps.median_abs(r.graph_error for r in rows)
+    assert graph <= 0.15
+    assert graph == pytest.approx(0.125, abs=0.005)
+    assert steps.median_abs(r.eager_error for r in rows) == pytest.approx(0.198, abs=0.005)
+    assert run.eager_dispatch_s == pytest.approx(10.24e-6, rel=1e-2)   # x.add_(1), this lease

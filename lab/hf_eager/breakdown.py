@@ -1,6 +1,6 @@
 """Where a Hugging Face step's device time goes, measured against predicted, by kind of kernel.
 
-    python lab/hf_eager/breakdown.py reports/hf_eager/h200-2026-12-04-r3-profile.json \
+    python lab/hf_eager/breakdown.py reports/hf_eager/h200-2026-12-04.json \
         [--spec hardware_specs/measured/h200.yaml] [--models llama3-8b] [--cases decode_b64_ctx4096]
 
 Measured: the profiler's kernel times of one eager step (measure.py --part profile), summed by
