@@ -518,6 +518,28 @@ def dispatch_calibration(device: str) -> dict:
     return res
 
 
+def host_step(name: str, device: str) -> dict:
+    """The host-side calibration of model `name` in this process: one eager decode step (batch 1,
+    64 tokens of context) of its shrunk config that keeps every layer (hidden 256), i.e. the
+    full model's Python, module calls and ATen dispatches on tiny tensors, so host time alone.
+    Returns the shrunk config (to trace the same step) and the step's eager timing."""
+    global KEEP_LAYERS
+    keep, KEEP_LAYERS = KEEP_LAYERS, True
+    try:
+        cfg = load_config(name, tiny=True)
+    finally:
+        KEEP_LAYERS = keep
+    model = build_model(cfg, device)
+    c = {"phase": "decode", "batch": 1, "context": 64}
+    with torch.no_grad():
+        step, cache = make_step(model, cfg, c, device)
+        rec = {"case": case_id(c), **c, "config": json.loads(cfg.to_json_string()),
+               "eager": time_eager(step, cache, device)}
+    del model, step, cache
+    free_memory()
+    return rec
+
+
 def run_timing(args, device: str, out_path: Path) -> None:
     """Run the timing part over every selected model and case, rewriting `out_path` after each case."""
     doc = {"part": "timing", "meta": environment(), "calibration": {}, "models": {}}
@@ -592,6 +614,13 @@ def run_timing(args, device: str, out_path: Path) -> None:
             print(f"[{name}] {cid}: {rec['status']} eager {e} ms graph {gr} ms ({rec['case_s']} s)", flush=True)
         del model
         free_memory()
+        if not args.tiny:
+            try:
+                mrec["host_step"] = host_step(name, device)
+                print(f"[{name}] host step (shrunk, every layer): "
+                      f"{mrec['host_step']['eager']['wall_ms']['median']:.2f} ms", flush=True)
+            except Exception as exc:
+                mrec["host_step"] = failure(exc, "host_step")
         mrec["calibration_after"] = dispatch_calibration(device)["add_inplace_1elem"]
         write_json(out_path, doc)
     doc["calibration"]["end"] = dispatch_calibration(device)
@@ -877,6 +906,7 @@ def merge(out_dir: Path, prefix: str, timing_files: list[Path] | None = None, pr
         tm = timing.get("models", {}).get(name, {})
         pm = prof.get("models", {}).get(name, {})
         m = {"model": tm.get("model") or pm.get("model"), "calibration_after": tm.get("calibration_after"),
+             "host_step": tm.get("host_step"),
              "cases": {}}
         for cid in dict.fromkeys(list(tm.get("cases", {})) + list(pm.get("cases", {}))):
             rec = dict(tm.get("cases", {}).get(cid, {}))

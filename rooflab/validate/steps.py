@@ -50,6 +50,16 @@ class MeasuredStep:
 
 
 @dataclass(frozen=True)
+class HostStep:
+    """A model's host-side calibration in the run's own process: one eager decode step (batch 1,
+    `context` tokens) of its shrunk config that keeps every layer, whose time is host time."""
+    model: str
+    config: dict                # the shrunk transformers config, to trace the same step
+    context: int
+    eager_s: float
+
+
+@dataclass(frozen=True)
 class StepRun:
     path: Path
     gpu: str
@@ -57,6 +67,7 @@ class StepRun:
     steps: tuple[MeasuredStep, ...]
     gemm_dispatch_s: float | None = None    # a tiny eager matmul (1x64 @ 64x64), wall clock
     view_dispatch_s: float | None = None    # a metadata-only eager call (x.view), wall clock
+    host_steps: tuple[HostStep, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +125,11 @@ def load(path: str | Path) -> StepRun:
         gpu = doc["meta"]["timing"]["gpu"]["slug"] if "slug" in doc["meta"]["timing"].get(
             "gpu", {}) else "h200"
         steps = []
+        host_steps = tuple(
+            HostStep(name, m["host_step"]["config"], m["host_step"]["context"],
+                     m["host_step"]["eager"]["wall_ms"]["median"] / 1e3)
+            for name, m in doc["models"].items()
+            if (m.get("host_step") or {}).get("eager"))
         for name, m in doc["models"].items():
             for rec in m["cases"].values():
                 if rec.get("status", "ok") != "ok":
@@ -128,7 +144,7 @@ def load(path: str | Path) -> StepRun:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise RooflabError(f"{path}: not a measured-steps run file ({type(e).__name__}: {e})") \
             from None
-    return StepRun(path, gpu, dispatch, tuple(steps), gemm_dispatch, view_dispatch)
+    return StepRun(path, gpu, dispatch, tuple(steps), gemm_dispatch, view_dispatch, host_steps)
 
 
 def _us(calibration: dict) -> float:
@@ -146,12 +162,40 @@ def calibrated(hw: Hardware, run: StepRun) -> Hardware:
     return hw
 
 
+def module_call_fit(run: StepRun, hw: Hardware) -> float | None:
+    """Seconds per nn.Module call that close the gap between the run's host steps (its shrunk
+    all-layer steps, timed in its own process) and their predictions without module cost, the
+    median over models; None when the run has no host steps. `hw`: calibrated(hw, run)."""
+    import tempfile
+
+    from rooflab import api
+    from rooflab.trace import source
+    if not run.host_steps:
+        return None
+    per_model = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for h in run.host_steps:
+            f = Path(tmp) / f"{h.model}-host.json"
+            f.write_text(json.dumps(h.config))
+            graph = source.load(f"hf:{f}", {"batch": 1, "context": h.context}, "decode")
+            at0, at1 = (api.predict_graph(graph, replace(hw, module_call_s=x), "unfused",
+                                          "eager").totals.time_s for x in (0.0, 1e-6))
+            modules = (at1 - at0) / 1e-6
+            if modules > 0:
+                per_model.append(max(0.0, (h.eager_s - at0) / modules))
+    return statistics.median(per_model) if per_model else None
+
+
 def compare(run: StepRun, hw: Hardware) -> list[StepComparison]:
     """Trace and predict every measured step of `run` on `hw` (calibrated with the run's own
-    dispatch costs); needs torch and transformers."""
+    dispatch costs, and with the module call cost its own host steps fit where it has them);
+    needs torch and transformers."""
     from rooflab import api
     from rooflab.trace import source
     hw = calibrated(hw, run)
+    module_call_s = module_call_fit(run, hw)
+    if module_call_s is not None:
+        hw = replace(hw, module_call_s=module_call_s)
     out = []
     for s in run.steps:
         graph = source.load(f"hf:{s.model}", s.sets, s.phase)
