@@ -103,3 +103,21 @@ def test_a_second_lease_reproduces_the_graph_figures():
     assert graph == pytest.approx(0.125, abs=0.005)
     assert steps.median_abs(r.eager_error for r in rows) == pytest.approx(0.198, abs=0.005)
     assert run.eager_dispatch_s == pytest.approx(10.24e-6, rel=1e-2)   # x.add_(1), this lease
+
+
+def test_a_run_with_its_own_host_steps_fits_the_module_cost_and_meets_the_target():
+    # reports/hf_eager/h200-2026-12-04-r5.json: a third lease, which also timed each model's
+    # shrunk all-layer decode step in the same process (host time alone). The module call cost
+    # that closes those steps' gap is fitted from them (median over the 6 models), so the
+    # eager prediction uses no constant from another machine: eager 13.0 % (16.0 % with the
+    # spec's module_call_us), graph 12.8 %
+    run = steps.load(ROOT / "reports" / "hf_eager" / "h200-2026-12-04-r5.json")
+    hw = api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml"))
+    assert len(run.host_steps) == 6
+    assert steps.module_call_fit(run, steps.calibrated(hw, run)) == pytest.approx(27.87e-6, rel=0.01)
+    rows = steps.compare(run, hw)
+    eager = steps.median_abs(r.eager_error for r in rows)
+    graph = steps.median_abs(r.graph_error for r in rows)
+    assert eager <= 0.15 and graph <= 0.15
+    assert eager == pytest.approx(0.130, abs=0.005)
+    assert graph == pytest.approx(0.128, abs=0.005)
