@@ -385,13 +385,7 @@ def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, fo
             raise RooflabError(f"{out} exists; pass --force to overwrite it")
         doc = torch_run.run_to_file(chosen, out, "rooflab " + " ".join(sys.argv[1:]),
                                     log=lambda m: typer.echo(printable(m), err=True))
-    rows = torch_compare.compare(doc, hw)
-    if any(r.get("compiled_us") for r in doc["cases"]) and not torch_compare.compiled_host_of(doc):
-        typer.echo("note: torch.compile's host figures are the spec's: the run has too few "
-                   "host-bound compiled calibration cases to fit its own", err=True)
-    if split:
-        rows = [r for r in rows if r.split == split]
-    for line in (torch_compare.render(rows) + "\n" + torch_compare.render_summary(rows)).splitlines():
+    for line in torch_compare.report(doc, hw, split).splitlines():
         typer.echo(printable(line))
     if not from_file:
         typer.echo(printable(f"wrote {out}"))

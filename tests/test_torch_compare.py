@@ -225,3 +225,38 @@ def test_the_fresh_calibrations_validation_run_is_pinned(hw):
     assert s["kernel_median"] == pytest.approx(0.085, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.122, abs=0.005)
     assert s["compiled_speedup_median"] == pytest.approx(0.122, abs=0.005)
+
+
+def test_cli_validate_from_a_torch_run_and_its_errors(tmp_path):
+    from typer.testing import CliRunner
+    from rooflab.cli import app
+    runner = CliRunner()
+    r = runner.invoke(app, ["validate", "--from", str(RUN_R3), "-H", str(SPEC)])
+    assert r.exit_code == 0, r.output
+    assert "repeat_kv4_b64_h8_s4096_d128_bf16" in r.stdout and "  copy_broadcast" in r.stdout
+    for args, expected in [
+            (["--backend", "torch"], "validate runs kernels only with --gpu"),
+            (["--backend", "torch", "workloads/rmsnorm.yaml"], "not a workload"),
+            (["--backend", "cuda"], "--backend cuda: expected triton or torch"),
+            (["--backend", "torch", "--split", "train", "--from", str(RUN_R3)],
+             "--split train: expected calibration or validation")]:
+        r = runner.invoke(app, ["validate", *args])
+        lines = r.output.strip().splitlines()
+        assert r.exit_code == 2 and len(lines) == 1 and expected in lines[0], r.output
+
+
+def test_calibrate_from_rebuilds_the_shipped_spec(tmp_path, monkeypatch):
+    # the shipped spec is exactly what its calibration (raw figures + torch run) rebuilds to,
+    # run from the checkout as `rooflab calibrate --gpu` was (the spec cites relative paths)
+    from typer.testing import CliRunner
+    from rooflab.cli import app
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "h200.yaml"
+    r = CliRunner().invoke(app, ["calibrate", "--from", "reports/calibration/h200-2026-12-04.json",
+                                 "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_text() == SPEC.read_text()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    r = CliRunner().invoke(app, ["calibrate", "--from", str(bad), "-o", str(tmp_path / "x.yaml")])
+    assert r.exit_code == 2 and "not a calibration's raw figures" in r.output

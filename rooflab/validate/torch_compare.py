@@ -356,6 +356,19 @@ def render_summary(rows: list[CaseComparison]) -> str:
     return "\n".join(lines)
 
 
+def report(doc: dict, hw: Hardware, split: str | None = None) -> str:
+    """The run `doc` against the predictions on `hw` (its `split` only, if given): a note where
+    torch.compile's host figures are the spec's, the per-case table and the summary lines."""
+    rows = compare(doc, hw)
+    if split:
+        rows = [r for r in rows if r.split == split]
+    notes = []
+    if any(r.get("compiled_us") for r in doc["cases"]) and not compiled_host_of(doc):
+        notes.append("note: torch.compile's host figures are the spec's: the run has too few "
+                     "host-bound compiled calibration cases to fit its own")
+    return "\n".join([*notes, render(rows), render_summary(rows)])
+
+
 def by_family(rows: list[CaseComparison]) -> dict[str, dict[str, float]]:
     """summary() per family."""
     return {fam: summary([r for r in rows if r.family == fam])
