@@ -11,7 +11,8 @@ eager times are never compared with another machine's dispatch). Compared per ca
                 (compute, memory or link; no launch overhead)
     eager_us    an eager call followed by a synchronize, per call (eager_sync_us: the
                 prediction's semantics, a call started on an idle GPU and ended when its
-                last kernel ends), vs the `eager` prediction
+                last kernel ends), vs the `eager` prediction plus the run's own cost of a
+                synchronize's wake-up (host sync_us, where the run measured it)
     graph_us    a CUDA-graph replay of one call vs the `graph` prediction
     compiled_us torch.compile (default mode), calls back to back, vs the `inductor` schedule
                 under the `compiled` launch mode, back to back (the slower of its host and GPU
@@ -230,7 +231,10 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[Case
             moved_bytes=sum(k.hbm_read_bytes + k.hbm_write_bytes for k in eager.kernels),
             kernel_us=sum(k["us"] for k in kernels) or None,
             kernel_us_predicted=sum(k.time_s - k.launch_s for k in replay.kernels) * 1e6,
-            eager_us=rec.get("eager_sync_us"), eager_us_predicted=eager.totals.time_s * 1e6,
+            # the measured eager call is followed by a synchronize: its wake-up, where the run
+            # measured it (sync_us), is part of the call's time
+            eager_us=rec.get("eager_sync_us"),
+            eager_us_predicted=eager.totals.time_s * 1e6 + (doc["host"].get("sync_us") or 0.0),
             graph_us=rec.get("graph_us"), graph_us_predicted=replay.totals.time_s * 1e6,
             compiled_us=rec.get("compiled_us"), **extra))
     return out

@@ -144,8 +144,9 @@ def _graph(torch, fn: Callable):
 def host_constants(torch, device: str) -> dict:
     """Host-side costs of eager PyTorch, in µs: a tiny op's dispatch, a 64³ bf16 mm's, a
     view's (no kernel), a compiled trivial function's call, a CUDA graph's per-kernel replay
-    cost ((replay of 100 tiny kernels - replay of 1) / 99), and the gap a replayed kernel adds
-    beyond its profiled time (graph_gap_us). GPU-only figures are None or absent on the CPU."""
+    cost ((replay of 100 tiny kernels - replay of 1) / 99), the gap a replayed kernel adds
+    beyond its profiled time (graph_gap_us), and what a synchronize after a tiny call adds
+    (sync_us). GPU-only figures are None or absent on the CPU."""
     clock = _Clock(torch, device)
     n = 2000
     a = torch.ones(1, device=device)
@@ -184,11 +185,15 @@ def host_constants(torch, device: str) -> dict:
                 x = torch.add(x, b)
             return x
         return fn
+    # what a synchronize after a call costs beyond the call: the host waits for the GPU and
+    # wakes (eager_sync_us pays it per call); less the tiny kernel's own time in a graph
+    synced = clock.host_per_call_us(lambda: torch.add(a, b), 500)
     g1, g100 = _graph(torch, many(1)), _graph(torch, many(100))
     t1 = clock.per_call_us(g1.replay, 500)
     t100 = clock.per_call_us(g100.replay, 200)
     out.update(graph_1_kernel_us=round(t1, 3), graph_100_kernels_us=round(t100, 3),
                graph_launch_us=round((t100 - t1) / 99, 3))
+    out["sync_us"] = round(max(0.0, synced - out["tiny_op_dispatch_us"] - out["graph_launch_us"]), 3)
     # the gap a replayed kernel adds beyond its own profiled time: 200 adds of 1M bf16
     # elements (6 MB moved each) in one graph, against the same 200 calls profiled eagerly.
     # Each add writes a tensor of its own, kept alive, as each op of a model's step does: a
