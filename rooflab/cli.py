@@ -293,7 +293,8 @@ def validate(
     hw = api.load_hardware(hardware)
     from rooflab.validate import torch_compare
     if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
-        _validate_torch(hw, workload, gpu, from_file, output, cases, split, force)
+        _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
+                        wl.parse_sets(sets))
         return
     if workload:
         graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
@@ -354,17 +355,21 @@ def validate(
         _write_validation_html(html, vf, force)
 
 
-def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, force) -> None:
-    """validate --backend torch: run the torch suite on the GPU (or read a run with --from)
-    and print it against the predictions."""
+def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, force,
+                    inputs=(), sets=None) -> None:
+    """validate --backend torch: run the torch suite (or a user's py: module) on the GPU, or
+    read a run with --from, and print it against the predictions."""
     import sys
     from pathlib import Path
 
-    from rooflab.validate import torch_compare
+    from rooflab.validate import torch_compare, torch_suite
+    user = ()
     if workload:
-        raise RooflabError("--backend torch runs the built-in torch suite "
-                           "(rooflab/validate/torch_suite.py), not a workload; measured steps of "
-                           "hf: models come from lab/hf_eager/measure.py (validate --from)")
+        if not workload.startswith("py:"):
+            raise RooflabError("--backend torch runs the built-in torch suite or a py: module, "
+                               "not a workload file or hf: model; measured steps of hf: models "
+                               "come from lab/hf_eager/measure.py (validate --from)")
+        user = (torch_suite.program_case(workload, tuple(inputs), sets),)
     if split not in (None, "calibration", "validation"):
         raise RooflabError(f"--split {split}: expected calibration or validation")
     if from_file:
@@ -374,10 +379,10 @@ def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, fo
             raise RooflabError("validate runs kernels only with --gpu (or use --from FILE)")
         from rooflab.validate import gpu as vgpu
         vgpu.require("validate")
-        from rooflab.validate import torch_run, torch_suite
+        from rooflab.validate import torch_run
         wanted = _split(cases) if cases else []
-        chosen = [c for c in torch_suite.select(split=split)
-                  if not wanted or any(w in c.id for w in wanted)]
+        chosen = list(user) or [c for c in torch_suite.select(split=split)
+                                if not wanted or any(w in c.id for w in wanted)]
         if not chosen:
             raise RooflabError(f"--cases {cases}: no torch suite case matches")
         out = Path(output or f"reports/validation/torch/{vgpu.slug()}-{vgpu.today()}.json")
@@ -385,7 +390,7 @@ def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, fo
             raise RooflabError(f"{out} exists; pass --force to overwrite it")
         doc = torch_run.run_to_file(chosen, out, "rooflab " + " ".join(sys.argv[1:]),
                                     log=lambda m: typer.echo(printable(m), err=True))
-    for line in torch_compare.report(doc, hw, split).splitlines():
+    for line in torch_compare.report(doc, hw, split, user).splitlines():
         typer.echo(printable(line))
     if not from_file:
         typer.echo(printable(f"wrote {out}"))

@@ -276,3 +276,23 @@ def test_a_run_with_its_synchronize_cost_pins_eager_and_the_speedup(hw):
     s = tc.summary(tc.compare(doc, hw))
     assert s["eager_median"] == pytest.approx(0.174, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.241, abs=0.005)
+
+
+def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
+    # `validate --backend torch py:FILE:FACTORY --input ...`: the module becomes a `step` case;
+    # on the CPU the runner times it eagerly only, and the comparison traces the same module
+    from rooflab.errors import RooflabError
+    from rooflab.validate import torch_run, torch_suite
+    src = f"py:{ROOT / 'examples' / 'transformer_block.py'}:build_mlp"
+    case = torch_suite.program_case(src, ("x=[4,1024]:bf16",))
+    assert (case.id, case.family, case.compile) == ("transformer_block.build_mlp", "step", True)
+    assert case.inputs[0].shape == (4, 1024) and case.inputs[0].fill == "randn"
+    run = torch_run.run([case], device="cpu", budget_s=60, command="test")
+    assert run["cases"][0]["eager_us"] > 0
+    rows = tc.compare(run, api.load_hardware("h200"), extra_cases=[case])
+    assert [r.id for r in rows] == ["transformer_block.build_mlp"]
+    assert rows[0].kernels_predicted >= 3 and rows[0].eager_us is None   # no sync on the CPU
+    with pytest.raises(RooflabError, match="give the forward's inputs with --input"):
+        torch_suite.program_case(src, ())
+    with pytest.raises(RooflabError, match="fills only"):
+        torch_suite.program_case(src, ("x=[4,1024]:int8",))

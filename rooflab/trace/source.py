@@ -89,13 +89,7 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
         if sp:
             graph = sequence_parallel(graph, tp)
         return expert_parallel(graph, sets.get("ep", 1))
-    target = source[3:]
-    file, sep, factory = target.rpartition(":")
-    if not sep or not file or not factory.isidentifier():
-        raise RooflabError(f"{source}: expected py:FILE.py:FACTORY, like py:model.py:build")
-    path = Path(file)
-    if not path.is_file():
-        raise RooflabError(f"{file}: no such file", file=None)
+    path, factory = split_py(source)
     return _traced_py(str(path.resolve()), path.stat().st_mtime_ns, factory, tuple(inputs),
                       tuple(sorted(sets.items())))
 
@@ -118,14 +112,25 @@ def _traced_hf(name: str, phase: str, sets: tuple) -> Graph:
     return graph
 
 
-@functools.lru_cache(maxsize=16)
-def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple) -> Graph:
+def split_py(source: str) -> tuple[Path, str]:
+    """(file, factory) of a `py:FILE.py:FACTORY` source; RooflabError when it is not one or
+    the file is missing."""
+    file, sep, factory = source[3:].rpartition(":")
+    if not source.startswith("py:") or not sep or not file or not factory.isidentifier():
+        raise RooflabError(f"{source}: expected py:FILE.py:FACTORY, like py:model.py:build")
+    path = Path(file)
+    if not path.is_file():
+        raise RooflabError(f"{file}: no such file", file=None)
+    return path, factory
+
+
+def build_module(file: str, factory: str, device: str = "meta"):
+    """Import FILE and call FACTORY() under `device` (meta: no memory, as tracing wants);
+    returns (module, example inputs or None). RooflabError naming the file when it fails."""
     try:
         import torch
     except ImportError:
-        raise RooflabError("tracing a py: module needs torch: pip install 'rooflab[trace]'") \
-            from None
-    from rooflab.trace.module import trace_module
+        raise RooflabError("a py: module needs torch: pip install 'rooflab[trace]'") from None
     spec = importlib.util.spec_from_file_location(Path(file).stem, file)
     if spec is None or spec.loader is None:
         raise RooflabError(f"{file}: not a Python file (a py: source names a .py file, "
@@ -135,7 +140,7 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
     sys.path.insert(0, folder)         # the module may import its neighbours
     step = "importing it"
     try:
-        with torch.device("meta"):
+        with torch.device(device):
             spec.loader.exec_module(mod)
             step = f"{factory}()"
             fn = getattr(mod, factory, None)
@@ -157,6 +162,14 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
     if not isinstance(model, torch.nn.Module):
         raise RooflabError(f"{file}: {factory}() returned {type(model).__name__}, not an "
                            "nn.Module (or a (module, inputs) pair)")
+    return model, example
+
+
+@functools.lru_cache(maxsize=16)
+def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple) -> Graph:
+    import torch
+    from rooflab.trace.module import trace_module
+    model, example = build_module(file, factory, "meta")
     given, names = [], []
     for item in inputs:
         name, shape, dtype = parse_input(item, dict(sets))

@@ -186,21 +186,25 @@ def calibrated(hw: Hardware, host: dict, compiled: dict | None = None) -> Hardwa
                      compiled_extern_s=compiled["compiled_extern_us"] * 1e-6)
     if host.get("graph_gap_us") is not None:
         hw = replace(hw, graph_gap_s=host["graph_gap_us"] * 1e-6)
+    if host.get("graph_launch_us") is not None:      # GPU-only figures (None on the CPU)
+        hw = replace(hw, graph_launch_s=host["graph_launch_us"] * 1e-6,
+                     # a one-kernel graph's replay, less that kernel's per-kernel share
+                     graph_replay_call_s=(host["graph_1_kernel_us"]
+                                          - host["graph_launch_us"]) * 1e-6)
     return replace(hw, eager_dispatch_s=host["tiny_op_dispatch_us"] * 1e-6,
                    gemm_dispatch_s=host["mm_dispatch_us"] * 1e-6,
-                   view_dispatch_s=host["view_dispatch_us"] * 1e-6,
-                   graph_launch_s=host["graph_launch_us"] * 1e-6, module_call_s=0.0,
-                   # a one-kernel graph's replay, less that kernel's per-kernel share
-                   graph_replay_call_s=(host["graph_1_kernel_us"] - host["graph_launch_us"]) * 1e-6)
+                   view_dispatch_s=host["view_dispatch_us"] * 1e-6, module_call_s=0.0)
 
 
-def compare(doc: dict, hw: Hardware, only_split: str | None = None) -> list[CaseComparison]:
-    """Trace and predict every measured case of the run `doc` on `hw`; needs torch."""
+def compare(doc: dict, hw: Hardware, only_split: str | None = None,
+            extra_cases=()) -> list[CaseComparison]:
+    """Trace and predict every measured case of the run `doc` on `hw` (the suite's cases, and
+    `extra_cases`: torch_suite.Case records of a user's modules); needs torch."""
     from rooflab import api
     from rooflab.trace import trace_module
     from rooflab.validate import torch_suite
     from rooflab.ops import Role
-    cases = {c.id: c for c in torch_suite.select()}
+    cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
     compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
     out = []
@@ -360,10 +364,10 @@ def render_summary(rows: list[CaseComparison]) -> str:
     return "\n".join(lines)
 
 
-def report(doc: dict, hw: Hardware, split: str | None = None) -> str:
+def report(doc: dict, hw: Hardware, split: str | None = None, extra_cases=()) -> str:
     """The run `doc` against the predictions on `hw` (its `split` only, if given): a note where
     torch.compile's host figures are the spec's, the per-case table and the summary lines."""
-    rows = compare(doc, hw)
+    rows = compare(doc, hw, extra_cases=extra_cases)
     if split:
         rows = [r for r in rows if r.split == split]
     notes = []

@@ -490,6 +490,32 @@ def _cases() -> list[Case]:
 CASES: tuple[Case, ...] = tuple(_cases())
 
 
+def program_case(source: str, inputs: tuple[str, ...], sets: dict[str, int] | None = None) -> Case:
+    """A user's `py:FILE.py:FACTORY` module as a case of family `step` (timed whole, compiled
+    too), its forward's inputs from --input specs (`x=[16,4096]:bf16`): what `validate
+    --backend torch py:...` runs. RooflabError on a bad source or an input dtype the runner
+    cannot fill."""
+    from rooflab.errors import RooflabError
+    from rooflab.trace import source as src
+    path, factory = src.split_py(source)
+    if not inputs:
+        raise RooflabError(f"{source}: give the forward's inputs with --input, like "
+                           "--input \"x=[16,4096]:bf16\"")
+    made = []
+    for spec in inputs:
+        name, shape, dtype = src.parse_input(spec, dict(sets or {}))
+        if dtype not in _DTYPE_BYTES:
+            raise RooflabError(f"--input {spec!r}: the torch backend fills only "
+                               f"{', '.join(_DTYPE_BYTES)} inputs")
+        fill = "index" if dtype == "int64" else "ones" if dtype == "bool" else "randn"
+        made.append(Input(name, shape, dtype, fill, high=2))
+
+    def build(device: str = "meta"):
+        return src.build_module(str(path.resolve()), factory, device)[0]
+    return Case(f"{path.stem}.{factory}", "step", "validation", build, tuple(made),
+                compile=True, variant="user")
+
+
 def select(only: str | None = None, split: str | None = None) -> list[Case]:
     """The cases whose id matches the regex `only` (re.search) and that are in `split`."""
     import re
