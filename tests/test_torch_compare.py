@@ -296,3 +296,18 @@ def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
         torch_suite.program_case(src, ())
     with pytest.raises(RooflabError, match="fills only"):
         torch_suite.program_case(src, ("x=[4,1024]:int8",))
+
+
+def test_a_users_module_measured_on_the_h200_is_pinned(hw):
+    # `rooflab validate --gpu --backend torch py:examples/transformer_block.py:build --input
+    # "x=[8,512,1024]:bf16"` on the lent H200: the hand-written block is over-predicted on
+    # the GPU (its kernels +41 %, the graph replay +38 %) and 3 kernels short (27 of 30)
+    from rooflab.validate import torch_suite
+    case = torch_suite.program_case(f"py:{ROOT / 'examples' / 'transformer_block.py'}:build",
+                                    ("x=[8,512,1024]:bf16",))
+    doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-block.json")
+    assert "no case of this run is a torch-suite case" in tc.report(doc, hw)
+    (row,) = tc.compare(doc, hw, extra_cases=[case])
+    assert (row.kernels_predicted, row.kernels_measured) == (27, 30)
+    assert row.kernel_error == pytest.approx(0.410, abs=0.005)
+    assert row.graph_error == pytest.approx(0.385, abs=0.005)

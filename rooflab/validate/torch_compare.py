@@ -371,6 +371,9 @@ def report(doc: dict, hw: Hardware, split: str | None = None, extra_cases=()) ->
     if split:
         rows = [r for r in rows if r.split == split]
     notes = []
+    if not rows and doc["cases"]:
+        notes.append("note: no case of this run is a torch-suite case: a run of your own module "
+                     "is compared when its py: source and --input are given too")
     if any(r.get("compiled_us") for r in doc["cases"]) and not compiled_host_of(doc):
         notes.append("note: torch.compile's host figures are the spec's: the run has too few "
                      "host-bound compiled calibration cases to fit its own")
