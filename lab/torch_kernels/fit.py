@@ -9,7 +9,8 @@ Each run is compared with the model under its own host figures. Prints the per-c
 --write replaces the spec's `kernel_families:` block (the file's last block) with the curves
 fitted from the calibration cases of all the runs together (source TORCH-RUN, which the spec's
 sources must define); the bytes each kernel moves do not depend on the curves, so the fit is the
-same whatever curves the spec held before.
+same whatever curves the spec held before. `rooflab calibrate --gpu` does the same for its own
+torch-suite run (source CAL-TORCH); this script is for fitting on other runs.
 """
 
 from __future__ import annotations

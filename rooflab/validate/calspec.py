@@ -1,6 +1,9 @@
-"""A calibrated hardware spec from a calibration's raw figures: plain data, no torch, so CI can
-rebuild the spec each committed validation run was measured against (rooflab/validate/gate.py).
-`rooflab calibrate --gpu` (calibrate.py) measures the figures and writes the spec with this."""
+"""A calibrated hardware spec from a calibration's raw figures. `write_spec` is plain data, no
+torch, so CI can rebuild the spec each committed validation run was measured against
+(rooflab/validate/gate.py); `spec_from_raw` adds what the calibration's torch-suite run gives
+(ATen family curves, torch.compile's host figures), which traces modules and so needs torch.
+`rooflab calibrate --gpu` (calibrate.py) measures the figures and writes the spec with these;
+`rooflab calibrate --from` rebuilds it."""
 
 from __future__ import annotations
 
