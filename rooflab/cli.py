@@ -402,6 +402,17 @@ def _write_validation_html(path: str, vf, force: bool) -> None:
     typer.echo(printable(f"wrote {path}"))
 
 
+def _unused(path):
+    """`path`, or the first of path-2, path-3, ... that no file has (an earlier calibration of
+    the same day is kept, with its -torch.json beside it)."""
+    n = 1
+    candidate = path
+    while candidate.exists() or candidate.with_name(candidate.stem + "-torch.json").exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate
+
+
 @app.command()
 @_errors
 def calibrate(
@@ -411,6 +422,7 @@ def calibrate(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
     torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
     from_file: Annotated[Optional[str], typer.Option("--from", help="Rebuild the spec from a calibration's raw figures (reports/calibration/<gpu>-<date>.json and its -torch.json) with the current code; no GPU.")] = None,
+    torch_run: Annotated[Optional[str], typer.Option("--torch-run", help="With --from: another torch-suite run to take the GPU-side figures from (kernel-family curves, SDPA backends); host figures stay the raw lease's own.")] = None,
 ):
     """Measure bandwidths, GEMM peaks and launch costs (and eager PyTorch's kernel families);
     write a spec that cites the measurements."""
@@ -419,6 +431,8 @@ def calibrate(
 
     from rooflab import hardware as hwmod
 
+    if torch_run and not from_file:
+        raise RooflabError("--torch-run goes with --from (a rebuild from raw figures)")
     if not gpu and not from_file:
         raise RooflabError("calibrate measures only with --gpu (or rebuilds a spec --from a "
                            "calibration's raw figures)")
@@ -430,14 +444,14 @@ def calibrate(
     if from_file:
         from rooflab.validate import calspec
         out.write_text(calspec.spec_text(base_hw.spec, *calspec.spec_and_provenance(
-            base_hw.spec, from_file)))
+            base_hw.spec, from_file, torch_run)))
         typer.echo(printable(f"wrote {out} from {from_file}"))
         return
     from rooflab.validate import gpu as vgpu
     vgpu.require("calibrate")
     from rooflab.validate import calibrate as cal
     prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
-    raw = Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json"
+    raw = _unused(Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json")
     cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True),
                   torch_suite=torch_suite)
     typer.echo(printable(f"wrote {out} and {raw}"))

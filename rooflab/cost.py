@@ -43,7 +43,8 @@ from rooflab.collectives import collective_time
 from rooflab.graph import Graph
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
-from rooflab.kernel_families import IMPLEMENTATIONS, eager_family
+from rooflab.kernel_families import (FAMILIES, IMPLEMENTATIONS, attention_backend, curve_bytes,
+                                     eager_family)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.schedule import Kernel, Schedule
@@ -189,9 +190,18 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     """The output tile (BM, BN) a tuned Hopper-class GEMM picks for this shape. Skinny
     (decode-sized) GEMMs narrow BN until the tiles fill the SMs, as GEMV kernels do; large ones
     take 128x256 when N is wider than 128 and that still fills every SM, else 128x128.
+    A skinny-N GEMM (N <= 64 < M: a MoE router, a LoRA down-projection) is tiled as its
+    transpose, Cᵀ = Bᵀ·Aᵀ, as a column-major library runs it: narrow in M instead.
     NB: libraries choose among more shapes (and split-K); this is the common case."""
     # Written as selections rather than branches, so that a sweep prices every point's own tile
     # (rooflab.grid): `vwhere(c, a, b)` is `a if c else b`, per point.
+    transposed = (n <= 64) & (m > n)
+    bm, bn = _tile(vwhere(transposed, n, m), vwhere(transposed, m, n), batch, sm_count)
+    return vwhere(transposed, bn, bm), vwhere(transposed, bm, bn)
+
+
+def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
+    """gemm_tile's (BM, BN) for a GEMM that is not skinny in N."""
     bm_small = vwhere(m <= 16, 16, 64)
     widths = [vwhere(m <= 16, w16, w64) for w16, w64 in ((64, 128), (32, 64), (16, 32))]
     fills = [_waves_filled(m, n, batch, bm_small, bn, sm_count) for bn in widths]
@@ -277,6 +287,13 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
     """The counts and times of `price_kernel`'s record."""
     g = info.graph
     family = aten_family(info, kernel) if kernels == "aten" else ""
+    # eager SDPA: the backend PyTorch picks, at that backend's measured efficiency
+    first = g.ops[kernel.ops[0]]
+    backend = attention_backend(first, [g.tensors[t] for t in first.inputs]) \
+        if kernels == "aten" and len(kernel.ops) == 1 else None
+    backend_eff = hw.attention_backend_efficiency.get(backend)
+    if backend_eff:
+        family = backend
     members = set(kernel.ops)
     made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
     reads: dict[tuple[str, tuple], int] = {}     # (root, region) -> bytes read
@@ -342,12 +359,19 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
     # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
     in_attention = kernel.fusion == "attention" or any(
         KINDS[g.ops[i].kind].role is Role.ATTENTION for i in kernel.ops)
-    tensor_s = sum(f / hw.tensor_rate(d, in_attention) for d, f in tensor_by_dtype.items()) / waves
+    if backend_eff:
+        tensor_s = sum(f / (hw.tensor_flops_per_s[d] * backend_eff)
+                       for d, f in tensor_by_dtype.items()) / waves
+    else:
+        tensor_s = sum(f / hw.tensor_rate(d, in_attention)
+                       for d, f in tensor_by_dtype.items()) / waves
     # a fused causal attention kernel skips the key blocks its mask removes: its FLOPs are the
     # naive pattern's (fusion never changes FLOPs), its time is that of the kept blocks
     tensor_s *= causal_fraction
     sfu *= causal_fraction
     vector_s = vector / hw.vector_rate
+    if backend_eff and not tensor_by_dtype:        # fp32 SDPA: its matmuls on the FP32 units
+        vector_s = vector / (hw.vector_flops_per_s["fp32"] * backend_eff)
     # Transcendentals run on the special-function units; in a kernel that also uses tensor
     # cores (attention's exp, a GELU epilogue) the two take turns within each warp.
     sfu_s = sfu / hw.sfu_ops_per_s if hw.sfu_ops_per_s else 0.0
@@ -356,7 +380,11 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
     dequant_s = dequant * row_tiles / hw.dequant_rate / waves if dequant else 0.0
     compute_s = vmax(vmax(tensor_s + sfu_s + dequant_s, vector_s), sfu_s) / balance
     moved = read_bytes + writes
-    memory_s = moved / hw.hbm_rate_for(moved, family) / waves if moved else 0.0
+    sized = moved
+    if family in hw.family_curves:
+        # a family whose time follows its elements reads its curve at their computed width
+        sized = curve_bytes(family, moved, g.tensors[first.inputs[0]].dtype.bits / 8)
+    memory_s = sized / hw.hbm_rate_for(sized, family) / waves if moved else 0.0
     return dict(
         tensor_flops=sum(tensor_by_dtype.values()),
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,
@@ -567,7 +595,8 @@ def _compiled_notes(launch: str, hw: Hardware) -> tuple[str, ...]:
 def _family_notes(kernels: list[KernelCost], hw: Hardware) -> tuple[str, ...]:
     """A note naming the ATen families this spec has no measured curve for (priced at the copy
     curve instead)."""
-    missing = sorted({k.family for k in kernels if k.family and k.family not in hw.family_curves})
+    missing = sorted({k.family for k in kernels if k.family in FAMILIES
+                      and k.family not in hw.family_curves})
     if not missing:
         return ()
     return (f"{hw.name}: no measured curve for the ATen kernel families {', '.join(missing)}; "

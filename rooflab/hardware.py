@@ -20,7 +20,7 @@ from rooflab.collectives import KINDS as COLLECTIVE_KINDS
 from rooflab.collectives import Path as CollectivePath
 from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
 from rooflab.errors import RooflabError
-from rooflab.kernel_families import FAMILIES
+from rooflab.kernel_families import ATTENTION_BACKENDS, FAMILIES
 from rooflab.yamlio import did_you_mean, load_yaml, raise_first
 
 SPEC_DIR = bundled.SPEC_DIR          # the bundled specs (rooflab/bundled.py says where they lie)
@@ -61,9 +61,15 @@ class Count(Figure):
         return v
 
 
+# A kernel whose working set stays in L2 between calls moves its bytes faster than HBM's peak
+# (an eager add of 4M bf16 elements: 6.1 TB/s on the H200, whose HBM peak is 4.8)
+MAX_CURVE_FRACTION = 2.0
+
+
 class Curve(_Strict):
     """Achieved fraction of peak HBM bandwidth against bytes a kernel moves (read + write), as
-    [[MB, fraction], ...] with MB increasing: small kernels do not reach the asymptote."""
+    [[MB, fraction], ...] with MB increasing: small kernels do not reach the asymptote, and
+    working sets that stay in L2 pass it."""
     points: list[tuple[Annotated[float, Field(allow_inf_nan=False)],
                        Annotated[float, Field(allow_inf_nan=False)]]] = Field(min_length=2)
     source: str
@@ -74,8 +80,9 @@ class Curve(_Strict):
         mbs = [p[0] for p in self.points]
         if mbs != sorted(mbs) or len(set(mbs)) != len(mbs) or mbs[0] <= 0:
             raise ValueError("hbm_curve points must have positive, strictly increasing MB")
-        if not all(0 < f <= 1 for _, f in self.points):
-            raise ValueError("hbm_curve fractions must lie in (0, 1]")
+        if not all(0 < f <= MAX_CURVE_FRACTION for _, f in self.points):
+            raise ValueError(f"hbm_curve fractions must lie in (0, {MAX_CURVE_FRACTION:g}] "
+                             "(above 1: a working set served from L2)")
         return self
 
 
@@ -151,6 +158,9 @@ class EfficiencySpec(_Strict):
     # share of the tensor peak a FlashAttention kernel's two matmuls reach, its exponentials
     # priced apart on the special-function units (from calibration; else `tensor` applies)
     attention: Fraction | None = None
+    # eager PyTorch's SDPA backends (kernel_families.ATTENTION_BACKENDS): share of the tensor
+    # peak (the FP32 peak for sdpa_fp32) each reaches, from the torch suite's calibration
+    attention_by_backend: dict[str, Fraction] = {}
     vector: Fraction
     hbm: Fraction
     interconnect: Fraction
@@ -198,6 +208,10 @@ class HardwareFile(_Strict):
             if fam not in self.tensor_tflops:
                 raise ValueError(f"efficiency.tensor_by_dtype names '{fam}', "
                                  "which tensor_tflops does not list")
+        for name in self.efficiency.attention_by_backend:
+            if name not in ATTENTION_BACKENDS:
+                raise ValueError(f"efficiency.attention_by_backend: unknown backend '{name}'"
+                                 + did_you_mean(name, ATTENTION_BACKENDS))
         for fam, curve in self.kernel_families.items():
             if fam not in FAMILIES:
                 raise ValueError(f"kernel_families: unknown family '{fam}'"
@@ -230,6 +244,8 @@ class HardwareFile(_Strict):
                     yield f"{group}.{k}", v
         for k, f in self.efficiency.tensor_by_dtype.items():
             yield f"efficiency.tensor_by_dtype.{k}", f
+        for k, f in self.efficiency.attention_by_backend.items():
+            yield f"efficiency.attention_by_backend.{k}", f
         yield "sm_count", self.sm_count
         if self.sfu_per_clk_per_sm:
             yield "sfu_per_clk_per_sm", self.sfu_per_clk_per_sm
@@ -280,6 +296,8 @@ class Hardware:
     sfu_ops_per_s: float | None = None                # special-function-unit results per second
     dequant_weights_per_s: float | None = None        # int weights dequantized in registers /s
     attention_efficiency: float | None = None         # tensor efficiency inside FlashAttention
+    # SDPA backend -> share of the tensor (sdpa_fp32: FP32) peak eager PyTorch's kernel reaches
+    attention_backend_efficiency: dict[str, float] = field(default_factory=dict)
     gemm_dispatch_s: float | None = None              # host time of an eager GEMM call
     view_dispatch_s: float = 0.0                      # of a metadata-only eager call
     module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
@@ -446,6 +464,7 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         weight_only_gemm=frozenset(spec.weight_only_gemm),
         hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
         attention_efficiency=eff.attention.value if eff.attention else None,
+        attention_backend_efficiency={k: f.value for k, f in eff.attention_by_backend.items()},
         family_curves={fam: tuple((mb * 1e6, f) for mb, f in c.points)
                        for fam, c in spec.kernel_families.items()},
         dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9

@@ -13,7 +13,10 @@ copy runs at 4.3). So a kernel is priced for the implementation that runs it:
 
 `eager_family(op, ins, outs, roots)` names the family of a one-op kernel (None where the op is
 not priced by its bytes' bandwidth: GEMMs, attention, collectives, views). FAMILIES documents
-each family; a spec's `kernel_families` curves are keyed by these names.
+each family; a spec's `kernel_families` curves are keyed by these names. Where ATen picks a
+kernel by shape (a softmax's row length, index_select's index count) each kernel is a family.
+`attention_backend(op, ins)` names the SDPA backend of an attention op (ATTENTION_BACKENDS),
+priced at the spec's efficiency for it.
 """
 
 from __future__ import annotations
@@ -34,16 +37,47 @@ FAMILIES: dict[str, str] = {
     "reduce_row": "sum / mean / max over the last axis",
     "reduce_column": "sum / mean / max over an axis that is not the last",
     "reduce_all": "a reduction to one value (x.sum() of a tensor): ATen splits it over the grid",
-    "softmax": "softmax over the last axis",
+    "softmax_warp": "softmax over rows of at most 2048: ATen's softmax_warp_forward, a warp per row",
+    "softmax": "softmax over rows of 2049 to 9216: ATen's cunn_SoftMaxForwardReg, a row in "
+               "a block's registers",
+    "softmax_long_row": "softmax over rows longer than 9216 (a vocabulary): ATen's "
+                        "cunn_SoftMaxForward and its shared-memory variant",
     "layer_norm": "layer_norm over the last axis",
     "rms_norm": "rms_norm over the last axis",
     "embedding": "rows gathered by index (embedding, index_select, gather)",
+    "embedding_small_index": "at most 16 rows gathered by embedding or index_select: ATen's "
+                             "indexSelectSmallIndex, each thread looping over the indices",
     "index_copy": "rows written by index into an existing tensor (index_copy_, KV-cache writes)",
     "cat": "torch.cat of tensors along an axis",
 }
 
+# ATen's kernel choices by shape (aten/src/ATen/native/cuda/SoftMax.cu, Indexing.cu): a softmax
+# row of at most 2048 goes to the warp kernel; above it the block kernel holds the row in
+# registers while ceil(row / 1024 threads) < 10; index_select takes its small-index kernel for
+# at most 16 indices. The profiler's kernel names in the torch suite's runs show each choice.
+SOFTMAX_WARP_MAX_ROW = 2048
+SOFTMAX_REG_MAX_ROW = 9216
+SMALL_INDEX_MAX = 16
+
+# Families whose time follows the elements they touch, not their bytes: ATen's block softmax
+# computes in fp32 whatever the storage dtype (a 4096² softmax takes 55 µs in bf16 and 56 µs in
+# fp32). Their curves are read at, and fitted on, these bytes per element read or written.
+CURVE_ELEMENT_BYTES = {"softmax": 4, "softmax_long_row": 4}
+
+# The SDPA backend eager PyTorch runs a one-op attention kernel with, each priced at its own
+# share of the tensor (or, in fp32, the FP32) peak: the spec's `efficiency.attention_by_backend`
+# (measured by calibration); a spec without it prices attention at `efficiency.attention`.
+ATTENTION_BACKENDS: dict[str, str] = {
+    "sdpa_flash": "16-bit SDPA, causal or unmasked: a FlashAttention kernel (cuDNN's on the "
+                  "H200 under torch 2.11)",
+    "sdpa_masked": "16-bit SDPA with a mask input (a float mask, or a boolean one SDPA turns "
+                   "into a float mask first): a mask tile added to every score tile, no block "
+                   "skipped",
+    "sdpa_fp32": "fp32 SDPA: the memory-efficient (CUTLASS) kernel on the FP32 units",
+}
+
 _REDUCE = ("sum", "mean", "max")
-_BY_KIND = {"cast": "cast", "softmax": "softmax", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
+_BY_KIND = {"cast": "cast", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
             "concat": "cat", "embedding": "embedding", "index_select": "embedding",
             "gather": "embedding", "index": "embedding", "index_copy": "index_copy",
             "index_put": "index_copy"}
@@ -57,6 +91,12 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
     viewing fewer elements than it shows is an expanded (broadcast) view."""
     kind = KINDS[op.kind]
     roots = roots or ins
+    if op.kind == "softmax":
+        row = ins[0].shape[op.attrs.get("axis", -1)]
+        return "softmax_warp" if row <= SOFTMAX_WARP_MAX_ROW else \
+            "softmax" if row <= SOFTMAX_REG_MAX_ROW else "softmax_long_row"
+    if op.kind in ("embedding", "index_select") and prod(ins[1].shape) <= SMALL_INDEX_MAX:
+        return "embedding_small_index"
     if op.kind in _BY_KIND:
         return _BY_KIND[op.kind]
     if op.kind in _REDUCE:
@@ -75,3 +115,21 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
             return "copy_broadcast" if op.kind == "copy" else "elementwise_broadcast"
         return "elementwise"
     return None
+
+
+def attention_backend(op: Op, ins: list[Tensor]) -> str | None:
+    """The ATTENTION_BACKENDS name of the SDPA backend eager PyTorch runs an attention op with
+    (None for any other op)."""
+    if op.kind != "attention":
+        return None
+    if ins[0].dtype.compute == "fp32":
+        return "sdpa_fp32"
+    return "sdpa_masked" if len(ins) > 3 else "sdpa_flash"
+
+
+def curve_bytes(family: str, moved_bytes: float, element_bytes: float) -> float:
+    """The bytes a family's curve is read at for a kernel moving `moved_bytes` in elements of
+    `element_bytes`: the moved bytes, or for a family in CURVE_ELEMENT_BYTES its elements at
+    that family's width."""
+    width = CURVE_ELEMENT_BYTES.get(family)
+    return moved_bytes * width / element_bytes if width else moved_bytes

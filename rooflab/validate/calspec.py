@@ -79,27 +79,36 @@ def torch_run_path(raw_path: str | Path) -> Path:
     return raw_path.with_name(raw_path.stem + "-torch.json")
 
 
-def spec_from_raw(base: HardwareFile, raw_path: str | Path) -> dict:
+def spec_from_raw(base: HardwareFile, raw_path: str | Path,
+                  torch_run: str | Path | None = None) -> dict:
     """The calibrated spec `rooflab calibrate --gpu` wrote from a calibration's raw figures,
     as the current code writes it: write_spec, plus the torch-suite run beside them where there
-    is one (its family curves and launch figures, rooflab.validate.torch_compare.add_to_spec;
-    that part needs torch)."""
+    is one (its family curves, SDPA backends and launch figures:
+    rooflab.validate.torch_compare.add_to_spec; that part needs torch). `torch_run`: another
+    torch-suite run whose GPU-side figures (family curves, SDPA backends, citing
+    CAL-TORCH-KERNELS) replace those; the launch figures stay the raw lease's own, because
+    host costs differ from one machine to the next."""
+    from rooflab.validate import torch_compare
     raw = json.loads(Path(raw_path).read_text())
     spec = write_spec(base, raw["measured"], raw["provenance"], str(raw_path))
-    run_path = torch_run_path(raw_path)
-    if run_path.is_file():
-        from rooflab.validate import torch_compare
-        spec = torch_compare.add_to_spec(spec, json.loads(run_path.read_text()), str(run_path))
+    beside = torch_run_path(raw_path)
+    if beside.is_file():
+        spec = torch_compare.add_to_spec(spec, json.loads(beside.read_text()), str(beside))
+    if torch_run:
+        # another lease's GPU-side figures; host figures stay with the raw's own lease
+        spec = torch_compare.add_to_spec(spec, json.loads(Path(torch_run).read_text()),
+                                         str(torch_run), "CAL-TORCH-KERNELS", host=False)
     return spec
 
 
-def spec_and_provenance(base: HardwareFile, raw_path: str | Path) -> tuple[dict, dict]:
+def spec_and_provenance(base: HardwareFile, raw_path: str | Path,
+                        torch_run: str | Path | None = None) -> tuple[dict, dict]:
     """spec_from_raw's spec and the calibration's provenance; RooflabError naming the file
     when it is not a calibration's raw figures."""
     from rooflab.errors import RooflabError
     try:
         provenance = json.loads(Path(raw_path).read_text())["provenance"]
-        return spec_from_raw(base, raw_path), provenance
+        return spec_from_raw(base, raw_path, torch_run), provenance
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise RooflabError(f"not a calibration's raw figures ({type(e).__name__}: {e})",
                            file=str(raw_path)) from None

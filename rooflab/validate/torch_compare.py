@@ -30,12 +30,13 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass, replace
+from math import prod
 from pathlib import Path
 
 import numpy as np
 
 from rooflab.errors import RooflabError
-from rooflab.hardware import Hardware
+from rooflab.hardware import MAX_CURVE_FRACTION, Hardware
 
 SCHEMA = "rooflab.torch-run/1"
 
@@ -62,6 +63,8 @@ class CaseComparison:
     eager_b2b_us_predicted: float | None = None
     inductor_kernels: tuple[int, int] | None = None            # (Triton, extern) measured
     inductor_kernels_predicted: tuple[int, int] | None = None
+    curve_bytes: float = 0.0      # the bytes its family's curve is read at (0: moved_bytes)
+    backend: str = ""             # the SDPA backend of its attention op, if it has one
 
     @staticmethod
     def _error(pred: float, meas: float | None) -> float | None:
@@ -204,6 +207,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     from rooflab.trace import trace_module
     from rooflab.validate import torch_suite
     from rooflab.ops import Role
+    from rooflab.kernel_families import attention_backend, curve_bytes
     cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
     compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
@@ -229,10 +233,16 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
                          eager_b2b_us_predicted=eager.totals.back_to_back_s * 1e6,
                          inductor_kernels=inductor_kernel_counts(rec.get("compiled_kernels") or []),
                          inductor_kernels_predicted=(triton, extern))
+        moved = sum(k.hbm_read_bytes + k.hbm_write_bytes for k in eager.kernels)
+        backends = [attention_backend(op, [graph.tensors[t] for t in op.inputs])
+                    for op in graph.ops if op.kind == "attention"]
         out.append(CaseComparison(
             id=case.id, family=case.family, split=case.split,
+            curve_bytes=curve_bytes(case.family, moved, case.inputs[0].nbytes
+                                    / prod(case.inputs[0].shape)),
+            backend=backends[0] if len(backends) == 1 else "",
             kernels_measured=len(kernels), kernels_predicted=eager.totals.kernels,
-            moved_bytes=sum(k.hbm_read_bytes + k.hbm_write_bytes for k in eager.kernels),
+            moved_bytes=moved,
             kernel_us=sum(k["us"] for k in kernels) or None,
             kernel_us_predicted=sum(k.time_s - k.launch_s for k in replay.kernels) * 1e6,
             # the measured eager call is followed by a synchronize: its wake-up, where the run
@@ -259,22 +269,68 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
         by_bytes: dict[int, list[float]] = {}
         for r in rows:
             if r.family == fam and r.split == "calibration" and r.kernel_us and r.moved_bytes:
-                by_bytes.setdefault(r.moved_bytes, []).append(r.kernel_us * 1e-6)
-        if len(by_bytes) < 2:
+                by_bytes.setdefault(round(r.curve_bytes or r.moved_bytes), []).append(
+                    r.kernel_us * 1e-6)
+        # sizes within 1 % of each other are one measurement (they would round to one point)
+        groups: list[list[int]] = []
+        for b in sorted(by_bytes):
+            if groups and b <= groups[-1][0] * 1.01:
+                groups[-1].append(b)
+            else:
+                groups.append([b])
+        if len(groups) < 2:
             continue
-        nbytes = np.array(sorted(by_bytes), dtype=float)
-        time_s = np.array([statistics.median(by_bytes[int(b)]) for b in nbytes])
+        nbytes = np.array([statistics.median(g) for g in groups], dtype=float)
+        time_s = np.array([statistics.median([t for b in g for t in by_bytes[b]])
+                           for g in groups])
         between = 10 ** np.arange(3, np.log10(nbytes[-1]), 0.25)
         # grid points within 1 % of a measurement would duplicate it once rounded
         apart = np.min(np.abs(between[:, None] / nbytes[None, :] - 1), axis=1) > 0.01
         grid = np.sort(np.concatenate([between[apart], nbytes]))
-        frac = np.minimum(grid / np.interp(grid, nbytes, time_s) / hbm_peak_bytes_per_s, 1.0)
+        frac = np.minimum(grid / np.interp(grid, nbytes, time_s) / hbm_peak_bytes_per_s,
+                          MAX_CURVE_FRACTION)
         curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in zip(grid, frac)]
     return curves
 
 
+def fit_attention_backends(doc: dict, hw: Hardware) -> dict[str, tuple[float, int]]:
+    """Per SDPA backend (kernel_families.ATTENTION_BACKENDS), (share of peak, cases) fitted
+    from the run's compute-bound calibration cases (measured for at least 20 µs and three times
+    their memory time): the share at which the model's compute time equals the measured kernel
+    time, the median over cases. Needs torch."""
+    from rooflab import api
+    from rooflab.kernel_families import ATTENTION_BACKENDS
+    from rooflab.trace import trace_module
+    from rooflab.validate import torch_suite
+
+    def at(share: float) -> Hardware:
+        return replace(hw, attention_backend_efficiency=dict.fromkeys(ATTENTION_BACKENDS, share))
+    cases = {c.id: c for c in torch_suite.select(split="calibration")}
+    shares: dict[str, list[float]] = {}
+    for rec in doc["cases"]:
+        case = cases.get(rec["id"])
+        if case is None or case.family != "sdpa" or not rec.get("kernels"):
+            continue
+        graph = trace_module(case.build(), case.example_inputs(), name=case.id)
+        full, half = ([k for k in api.predict_graph(graph, at(share), "unfused", "graph").kernels
+                       if k.family in ATTENTION_BACKENDS] for share in (1.0, 0.5))
+        measured_s = sum(k["us"] for k in rec["kernels"]) * 1e-6
+        if len(full) != 1 or measured_s < 20e-6 or measured_s < 3 * full[0].memory_s:
+            continue
+        # compute time at share e is scaled / e + fixed (the exponentials on the SFUs, which
+        # the share does not touch): two predictions give both terms
+        scaled = half[0].compute_s - full[0].compute_s
+        fixed = full[0].compute_s - scaled
+        if scaled > 0 and measured_s > fixed:
+            shares.setdefault(full[0].family, []).append(scaled / (measured_s - fixed))
+    return {b: (statistics.median(v), len(v)) for b, v in shares.items()}
+
+
 CURVE_NOTE = ("achieved fraction of HBM peak of eager PyTorch's kernel against MB read + "
               "written; small sizes hold its fixed GPU time")
+CURVE_NOTE_ELEMENTS = ("achieved fraction of HBM peak of eager PyTorch's kernel against MB of "
+                       "its elements read + written at 4 bytes each (its time follows elements, "
+                       "not bytes); small sizes hold its fixed GPU time")
 
 
 def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
@@ -282,12 +338,18 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
     figures (fit_compiled_host, from the first run that has compiled cases) and the replay gap
     (graph_gap_us, from the first run that measured it). Each figure cites `source`."""
-    from rooflab.kernel_families import FAMILIES
+    from rooflab.kernel_families import CURVE_ELEMENT_BYTES, FAMILIES
     rows = [r for doc in runs for r in compare(doc, hw)]
     curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES)
     out: dict = {"kernel_families": {
-        fam: {"points": [[mb, f] for mb, f in pts], "source": source, "note": CURVE_NOTE}
-        for fam, pts in curves.items()}, "launch": {}}
+        fam: {"points": [[mb, f] for mb, f in pts], "source": source,
+              "note": CURVE_NOTE_ELEMENTS if fam in CURVE_ELEMENT_BYTES else CURVE_NOTE}
+        for fam, pts in curves.items()}, "launch": {}, "attention_by_backend": {}}
+    for doc in runs:
+        for backend, (share, n) in fit_attention_backends(doc, hw).items():
+            out["attention_by_backend"].setdefault(backend, {
+                "value": _sig(share), "source": source,
+                "note": f"eager SDPA's kernel, compute-bound: fitted on {n} calibration cases"})
     launch = out["launch"]
     for doc in runs:
         if "compiled_call_us" not in launch and any(r.get("compiled_us") for r in doc["cases"]):
@@ -308,10 +370,12 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     return out
 
 
-def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH") -> dict:
+def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH",
+                host: bool = True) -> dict:
     """The spec document `spec` (a calibrated spec's YAML keys) with what the torch-suite
-    `run` (written at `run_path`) measures: spec_figures' kernel-family curves, replacing any,
-    and launch figures, citing `source`."""
+    `run` (written at `run_path`) measures: spec_figures' kernel-family curves and SDPA
+    backend efficiencies, replacing any, and (with `host`) its launch figures, citing
+    `source`."""
     from rooflab.hardware import HardwareFile, to_core
     figures = spec_figures([run], to_core(HardwareFile.model_validate(spec)), source)
     prov = run["provenance"]
@@ -319,8 +383,12 @@ def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH")
         f"the torch suite's {len(run['cases'])} calibration cases on {prov.get('gpu')}, "
         f"{prov.get('date_utc')}, torch {prov.get('torch')} (rooflab calibrate --gpu): "
         f"{run_path}")}}
-    out["launch"] = {**spec["launch"], **figures["launch"]}
+    if host:
+        out["launch"] = {**spec["launch"], **figures["launch"]}
     out["kernel_families"] = figures["kernel_families"]
+    backends = figures["attention_by_backend"]
+    out["efficiency"] = {**spec["efficiency"], "attention_by_backend": backends} if backends \
+        else {k: v for k, v in spec["efficiency"].items() if k != "attention_by_backend"}
     return out
 
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Callable
 
+from rooflab.kernel_families import SMALL_INDEX_MAX, SOFTMAX_REG_MAX_ROW, SOFTMAX_WARP_MAX_ROW
+
 SPLITS = ("calibration", "validation")
 EXTRA_FAMILIES = ("gemm", "bmm", "sdpa", "step")
 _DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "int64": 8, "bool": 1}
@@ -242,11 +244,21 @@ class _Builder:
     def __init__(self):
         self.cases: list[Case] = []
 
-    def variant(self, family: str, variant: str, rows: list[tuple], compile_at=()):
-        """rows: (id, build, inputs) in increasing size; compile_at: row indexes to compile."""
+    def variant(self, family, variant: str, rows: list[tuple], compile_at=()):
+        """rows: (id, build, inputs) in increasing size; compile_at: row indexes to compile;
+        family: the rows' family, or a function of a row's index giving it."""
         for i, (cid, build, inputs) in enumerate(rows):
-            self.cases.append(Case(cid, family, SPLITS[i % 2], build, tuple(inputs),
+            self.cases.append(Case(cid, family(i) if callable(family) else family,
+                                   SPLITS[i % 2], build, tuple(inputs),
                                    compile=i in compile_at, variant=variant))
+
+    def calibration(self, family, variant: str, rows: list[tuple]):
+        """Calibration-only rows, sizes between a variant's: they resolve a family's curve
+        where it bends (the L2 cliff, a kernel's fixed time) without moving the validation
+        split."""
+        for cid, build, inputs in rows:
+            self.cases.append(Case(cid, family, "calibration", build, tuple(inputs),
+                                   variant=variant))
 
 
 def _cases() -> list[Case]:
@@ -264,6 +276,11 @@ def _cases() -> list[Case]:
             (f"{op}_{_size_tag(n)}_{dt}", _program(fn, f"Elementwise_{op}"),
              [Input(nm, (n,), dt) for nm in ("x", "y")[:n_in]]) for n in sizes],
             compile_at=(2, 5) if op in ("add", "silu") else ())
+        if op != "mul":
+            B.calibration("cast" if op.startswith("cast") else "elementwise", op, [
+                (f"{op}_{_size_tag(n)}_{dt}", _program(fn, f"Elementwise_{op}"),
+                 [Input(nm, (n,), dt) for nm in ("x", "y")[:n_in]])
+                for n in (2**18, 2**21, 2**23, 2**25)])
 
     # elementwise_broadcast: x[T, D] + b[D] and x[T, D] * s[T, 1] (T >= 2: at T = 1 the
     # bias add is a same-shaped add)
@@ -281,12 +298,19 @@ def _cases() -> list[Case]:
     B.variant("reduce_row", "sum", [
         (f"sum_row_{t}x{d}_bf16", _program(lambda x: x.sum(-1), "RowSum"), [Input("x", (t, d))])
         for t, d in rshapes], compile_at=(3,))
+    between = [(16, 4096), (256, 4096), (2048, 4096)]
+    B.calibration("reduce_row", "sum", [
+        (f"sum_row_{t}x{d}_bf16", _program(lambda x: x.sum(-1), "RowSum"), [Input("x", (t, d))])
+        for t, d in between])
     B.variant("reduce_row", "amax", [
         (f"amax_row_{t}x{d}_fp32", _program(lambda x: x.amax(-1), "RowMax"),
          [Input("x", (t, d), "fp32")]) for t, d in rshapes[:-1]])
     B.variant("reduce_column", "sum", [
         (f"sum_col_{t}x{d}_bf16", _program(lambda x: x.sum(0), "ColumnSum"),
          [Input("x", (t, d))]) for t, d in rshapes], compile_at=(3,))
+    B.calibration("reduce_column", "sum", [
+        (f"sum_col_{t}x{d}_bf16", _program(lambda x: x.sum(0), "ColumnSum"),
+         [Input("x", (t, d))]) for t, d in between])
     B.variant("reduce_column", "mean", [
         (f"mean_col_{t}x{d}_fp32", _program(lambda x: x.mean(0), "ColumnMean"),
          [Input("x", (t, d), "fp32")]) for t, d in rshapes[:-1]])
@@ -296,16 +320,30 @@ def _cases() -> list[Case]:
         (f"sum_all_{_size_tag(n)}_fp32", _program(lambda x: x.sum(), "TotalSum"),
          [Input("x", (n,), "fp32")])
         for n in (1024, 32768, 2**20, 2**22, 2**24, 2**26, 2**28)], compile_at=(4,))
+    B.calibration("reduce_all", "sum", [
+        (f"sum_all_{_size_tag(n)}_fp32", _program(lambda x: x.sum(), "TotalSum"),
+         [Input("x", (n,), "fp32")]) for n in (2**13, 2**17, 2**21, 2**23)])
 
-    # softmax over rows: long vocab-like rows and attention-like rows
-    B.variant("softmax", "bf16", [
-        (f"softmax_{t}x{d}_bf16", _program(lambda x: T().softmax(x, -1), "Softmax"),
-         [Input("x", (t, d))])
-        for t, d in ((1, 2048), (64, 1024), (256, 4096), (128, 128256), (4096, 4096),
-                     (16384, 4096), (1024, 128256), (32768, 8192))], compile_at=(1, 3, 4))
-    B.variant("softmax", "fp32", [
-        (f"softmax_{t}x{d}_fp32", _program(lambda x: T().softmax(x, -1), "Softmax"),
-         [Input("x", (t, d), "fp32")]) for t, d in ((64, 4096), (4096, 4096), (16384, 8192))])
+    # softmax over rows: long vocab-like rows and attention-like rows; ATen picks its kernel
+    # by the row's length (kernel_families.eager_family), so each row is that kernel's family
+    def softmax_rows(shapes, dt):
+        return [(f"softmax_{t}x{d}_{dt}", _program(lambda x: T().softmax(x, -1), "Softmax"),
+                 [Input("x", (t, d), dt)]) for t, d in shapes]
+
+    def softmax_family(d: int) -> str:
+        return "softmax_warp" if d <= SOFTMAX_WARP_MAX_ROW else \
+            "softmax" if d <= SOFTMAX_REG_MAX_ROW else "softmax_long_row"
+    sm_shapes = ((1, 2048), (64, 1024), (256, 4096), (128, 128256), (4096, 4096),
+                 (16384, 4096), (1024, 128256), (32768, 8192))
+    B.variant(lambda i: softmax_family(sm_shapes[i][1]), "bf16",
+              softmax_rows(sm_shapes, "bf16"), compile_at=(1, 3, 4))
+    B.variant("softmax", "fp32", softmax_rows(((64, 4096), (4096, 4096), (16384, 8192)), "fp32"))
+    B.calibration("softmax_warp", "bf16", softmax_rows(
+        ((16, 1024), (256, 512), (4096, 1024), (32768, 2048)), "bf16"))
+    B.calibration("softmax", "bf16", softmax_rows(((8, 4096), (1024, 4096), (2048, 8192)),
+                                                  "bf16"))
+    B.calibration("softmax_long_row", "bf16", softmax_rows(
+        ((1, 128256), (16, 128256), (512, 128256), (4096, 128256)), "bf16"))
 
     # norms over the last axis, weight (and bias) as inputs
     nshapes = [(1, 2048), (16, 4096), (256, 4096), (2048, 4096), (8192, 4096), (32768, 4096),
@@ -315,6 +353,11 @@ def _cases() -> list[Case]:
          _program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
          [Input("x", (t, d)), Input("w", (d,)), Input("b", (d,))]) for t, d in nshapes],
         compile_at=(3, 5))
+    nbetween = [(4, 4096), (64, 4096), (1024, 4096), (16384, 4096)]
+    B.calibration("layer_norm", "bf16", [
+        (f"layer_norm_{t}x{d}_bf16",
+         _program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
+         [Input("x", (t, d)), Input("w", (d,)), Input("b", (d,))]) for t, d in nbetween])
     B.variant("layer_norm", "fp32", [
         (f"layer_norm_{t}x{d}_fp32",
          _program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
@@ -324,24 +367,41 @@ def _cases() -> list[Case]:
         (f"rms_norm_{t}x{d}_bf16",
          _program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
          [Input("x", (t, d)), Input("w", (d,))]) for t, d in nshapes], compile_at=(1, 3, 5))
+    B.calibration("rms_norm", "bf16", [
+        (f"rms_norm_{t}x{d}_bf16",
+         _program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
+         [Input("x", (t, d)), Input("w", (d,))]) for t, d in nbetween])
     B.variant("rms_norm", "fp32", [
         (f"rms_norm_{t}x{d}_fp32",
          _program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
          [Input("x", (t, d), "fp32"), Input("w", (d,), "fp32")])
         for t, d in ((64, 1024), (4096, 4096))])
 
-    # embedding: ids gather rows of a Llama-3 table (128256 x 4096 bf16, 1.05 GB)
-    B.variant("embedding", "llama3", [
-        (f"embedding_{t}x4096_v128256_bf16",
-         _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
-         [Input("table", (128256, 4096)), Input("ids", (t,), "int64", "index", high=128256)])
-        for t in (1, 16, 128, 1024, 4096, 16384, 65536)], compile_at=(3,))
+    # embedding: ids gather rows of a Llama-3 table (128256 x 4096 bf16, 1.05 GB); at most 16
+    # ids take ATen's small-index kernel
+    def llama_embedding(t: int):
+        return (f"embedding_{t}x4096_v128256_bf16",
+                _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
+                [Input("table", (128256, 4096)), Input("ids", (t,), "int64", "index",
+                                                       high=128256)])
+    emb_rows = (1, 16, 128, 1024, 4096, 16384, 65536)
+    B.variant(lambda i: "embedding_small_index" if emb_rows[i] <= SMALL_INDEX_MAX
+              else "embedding", "llama3", [llama_embedding(t) for t in emb_rows],
+              compile_at=(3,))
+    B.calibration("embedding_small_index", "llama3", [llama_embedding(t) for t in (4, 8)])
+    B.calibration("embedding", "llama3", [llama_embedding(t) for t in (512, 2048)])
     B.variant("embedding", "small_table", [
         (f"embedding_{t}x128_v32000_fp32",
          _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
          [Input("table", (32000, 128), "fp32"), Input("ids", (t,), "int64", "index",
                                                        high=32000)])
         for t in (64, 8192)])
+    B.calibration("embedding", "small_table", [
+        (f"embedding_{t}x128_v32000_fp32",
+         _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
+         [Input("table", (32000, 128), "fp32"), Input("ids", (t,), "int64", "index",
+                                                       high=32000)])
+        for t in (1024, 32768)])
 
     # index_copy: KV-cache writes of T new positions into a [B, S, H, D] cache along dim 1
     def kv_write(cache, pos, new):
@@ -353,6 +413,10 @@ def _cases() -> list[Case]:
         for b, s, t in ((1, 1024, 1), (1, 4096, 512), (8, 4096, 1), (4, 8192, 2048),
                         (8, 16384, 8192), (64, 4096, 1), (16, 32768, 16384))],
         compile_at=(1,))
+    B.calibration("index_copy", "kv_cache", [
+        (f"index_copy_b{b}_s{s}_t{t}_h8_d128_bf16", _program(kv_write, "KVCacheWrite"),
+         [Input("cache", (b, s, 8, 128)), Input("pos", (t,), "int64", "arange", low=s // 2),
+          Input("new", (b, t, 8, 128))]) for b, s, t in ((1, 2048, 128), (2, 4096, 1024))])
 
     # copy_broadcast: transformers' repeat_kv, the KV heads of grouped-query attention copied
     # out to every query head: k[:, :, None].expand(b, h, rep, s, d).reshape(b, h * rep, s, d)
@@ -381,6 +445,12 @@ def _cases() -> list[Case]:
         (f"cat_dimlast_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], -1), "CatLast"),
          [Input("x", (t, d)), Input("y", (t, d))])
         for t, d in ((64, 128), (2048, 1024), (16384, 4096), (65536, 2048))], compile_at=(2,))
+    B.calibration("cat", "dim_last", [
+        (f"cat_dimlast_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], -1), "CatLast"),
+         [Input("x", (t, d)), Input("y", (t, d))]) for t, d in ((512, 1024), (4096, 2048))])
+    B.calibration("cat", "dim0", [
+        (f"cat_dim0_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], 0), "Cat0"),
+         [Input("x", (t, d)), Input("y", (t, d))]) for t, d in ((1024, 4096),)])
 
     # GEMMs: square torch.mm, decode GEMV-like F.linear (M 1..16), addmm with bias, small-N
     # long-K (a router or LoRA-down shape) and fp32
@@ -447,6 +517,18 @@ def _cases() -> list[Case]:
     B.variant("sdpa", "fp32", [
         (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_fp32", _program(sdpa_causal, "SDPACausal"),
          qkv(b, h, s, s, d, "fp32")) for b, h, s, d in ((1, 8, 256, 64), (1, 16, 2048, 128))])
+    B.calibration("sdpa", "causal_flash", [
+        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_causal, "SDPACausal"),
+         qkv(b, h, s, s, d)) for b, h, s, d in ((2, 32, 2048, 128), (1, 32, 8192, 128))])
+    B.calibration("sdpa", "plain", [
+        (f"sdpa_plain_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_plain, "SDPAPlain"),
+         qkv(b, h, s, s, d)) for b, h, s, d in ((1, 32, 2048, 128),)])
+    B.calibration("sdpa", "float_mask", [
+        (f"sdpa_mask_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_mask, "SDPAMask"),
+         qkv(b, h, s, s, d) + [Input("m", (b, 1, s, s))]) for b, h, s, d in ((1, 16, 2048, 128),)])
+    B.calibration("sdpa", "fp32", [
+        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_fp32", _program(sdpa_causal, "SDPACausal"),
+         qkv(b, h, s, s, d, "fp32")) for b, h, s, d in ((1, 16, 1024, 128), (2, 8, 4096, 64))])
     B.variant("sdpa", "decode", [
         (f"sdpa_decode_b{b}_h{h}_l{lk}_d128_bf16", _program(sdpa_plain, "SDPADecode"),
          qkv(b, h, 1, lk, 128)) for b, h, lk in ((1, 32, 512), (8, 32, 2048), (32, 32, 4096),
