@@ -43,8 +43,8 @@ from rooflab.collectives import collective_time
 from rooflab.graph import Graph
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
-from rooflab.kernel_families import (FAMILIES, IMPLEMENTATIONS, attention_backend, curve_bytes,
-                                     eager_family)
+from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, IMPLEMENTATIONS,
+                                     attention_backend, curve_bytes, eager_family)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.schedule import Kernel, Schedule
@@ -381,7 +381,7 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
     compute_s = vmax(vmax(tensor_s + sfu_s + dequant_s, vector_s), sfu_s) / balance
     moved = read_bytes + writes
     sized = moved
-    if family in hw.family_curves:
+    if family in CURVE_ELEMENT_BYTES and family in hw.family_curves:
         # a family whose time follows its elements reads its curve at their computed width
         sized = curve_bytes(family, moved, g.tensors[first.inputs[0]].dtype.bits / 8)
     memory_s = sized / hw.hbm_rate_for(sized, family) / waves if moved else 0.0

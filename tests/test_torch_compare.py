@@ -68,7 +68,7 @@ def test_family_curve_by_hand():
 
 def test_the_spec_curves_are_its_calibrations_fit(hw):
     # the measured spec's kernel_families are exactly what its calibration's torch run fits to
-    cal = ROOT / "reports" / "calibration" / "h200-2026-12-04-torch.json"
+    cal = ROOT / "reports" / "calibration" / "h200-2026-12-04-2-torch.json"
     fitted = tc.fit_family_curves(tc.compare(tc.load(cal), hw), hw.hbm_bytes_per_s, FAMILIES)
     assert set(fitted) == set(FAMILIES)
     for fam, pts in fitted.items():

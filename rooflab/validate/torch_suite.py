@@ -59,6 +59,7 @@ class Case:
     compile: bool = False
     note: str = ""
     variant: str = field(default="", compare=False)
+    between: bool = False          # a size added between a variant's, outside its alternation
 
     @property
     def single_kernel(self) -> bool:
@@ -252,13 +253,14 @@ class _Builder:
                                    SPLITS[i % 2], build, tuple(inputs),
                                    compile=i in compile_at, variant=variant))
 
-    def calibration(self, family, variant: str, rows: list[tuple]):
-        """Calibration-only rows, sizes between a variant's: they resolve a family's curve
-        where it bends (the L2 cliff, a kernel's fixed time) without moving the validation
-        split."""
+    def calibration(self, family, variant: str, rows: list[tuple], split: str = "calibration"):
+        """Rows of one split (calibration by default), sizes between a variant's: they resolve
+        a family's curve where it bends (the L2 cliff, a kernel's fixed time), or give a
+        kernel that a variant's sizes reach rarely its validation cases, without moving the
+        variant's alternation."""
         for cid, build, inputs in rows:
-            self.cases.append(Case(cid, family, "calibration", build, tuple(inputs),
-                                   variant=variant))
+            self.cases.append(Case(cid, family, split, build, tuple(inputs), variant=variant,
+                                   between=True))
 
 
 def _cases() -> list[Case]:
@@ -344,6 +346,9 @@ def _cases() -> list[Case]:
                                                   "bf16"))
     B.calibration("softmax_long_row", "bf16", softmax_rows(
         ((1, 128256), (16, 128256), (512, 128256), (4096, 128256)), "bf16"))
+    B.calibration("softmax_warp", "bf16", softmax_rows(((8192, 512),), "bf16"), "validation")
+    B.calibration("softmax_long_row", "bf16", softmax_rows(((4, 151936),), "bf16"),
+                  "validation")
 
     # norms over the last axis, weight (and bias) as inputs
     nshapes = [(1, 2048), (16, 4096), (256, 4096), (2048, 4096), (8192, 4096), (32768, 4096),
@@ -389,6 +394,7 @@ def _cases() -> list[Case]:
               else "embedding", "llama3", [llama_embedding(t) for t in emb_rows],
               compile_at=(3,))
     B.calibration("embedding_small_index", "llama3", [llama_embedding(t) for t in (4, 8)])
+    B.calibration("embedding_small_index", "llama3", [llama_embedding(2)], "validation")
     B.calibration("embedding", "llama3", [llama_embedding(t) for t in (512, 2048)])
     B.variant("embedding", "small_table", [
         (f"embedding_{t}x128_v32000_fp32",
