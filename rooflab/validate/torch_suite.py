@@ -393,7 +393,7 @@ def _cases() -> list[Case]:
     B.variant(lambda i: "embedding_small_index" if emb_rows[i] <= SMALL_INDEX_MAX
               else "embedding", "llama3", [llama_embedding(t) for t in emb_rows],
               compile_at=(3,))
-    B.calibration("embedding_small_index", "llama3", [llama_embedding(t) for t in (4, 8)])
+    B.calibration("embedding_small_index", "llama3", [llama_embedding(t) for t in (3, 4, 8)])
     B.calibration("embedding_small_index", "llama3", [llama_embedding(2)], "validation")
     B.calibration("embedding", "llama3", [llama_embedding(t) for t in (512, 2048)])
     B.variant("embedding", "small_table", [
