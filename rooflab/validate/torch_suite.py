@@ -347,6 +347,7 @@ def _cases() -> list[Case]:
     B.calibration("softmax_long_row", "bf16", softmax_rows(
         ((1, 128256), (16, 128256), (512, 128256), (4096, 128256)), "bf16"))
     B.calibration("softmax_warp", "bf16", softmax_rows(((8192, 512),), "bf16"), "validation")
+    B.calibration("softmax", "bf16", softmax_rows(((32, 4096),), "bf16"), "validation")
     B.calibration("softmax_long_row", "bf16", softmax_rows(((4, 151936),), "bf16"),
                   "validation")
 
