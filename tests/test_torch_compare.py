@@ -85,16 +85,16 @@ def test_suite_coverage(rows, rows_r3):
 
 def test_validation_errors_are_pinned(rows):
     # Targets (issue 14): per kernel median 8 %, p90 20 %; whole call eager and graph 10 %.
-    # The curves come from another lease's calibration (the run's own calibration cases gave
-    # 9.6 % at the median). Not met: softmax and the norms depend on row length, not bytes alone; tall-skinny GEMMs
-    # (small N, long K) run split-K, which the GEMM model does not price; an eager call's
-    # synchronize is not modelled. Pinned, so that a change of the model shows here.
+    # The curves come from another lease's calibration. Met: the per-kernel median. Not met:
+    # sizes between L2's capacity and twice it, the block softmax turning from element- to
+    # byte-bound, embeddings by row width; this run measured no synchronize cost. Pinned, so
+    # that a change of the model shows here.
     s = tc.summary([r for r in rows if r.split == "validation"])
-    assert s["kernel_median"] == pytest.approx(0.101, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.547, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.185, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.159, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.223, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.083, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.345, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.143, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.130, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.209, abs=0.005)
     fam = tc.by_family([r for r in rows if r.split == "validation"])
     assert fam["elementwise_broadcast"]["kernel_median"] < 0.02
     assert fam["gemm"]["kernel_median"] < 0.08
@@ -123,7 +123,7 @@ def test_the_gate_fails_on_a_broken_model(doc, hw):
     # without the family curves every ATen kernel is priced at copy bandwidth (the model
     # before the curves): the per-kernel median triples
     broken = tc.compare(doc, replace(hw, family_curves={}), only_split="validation")
-    assert tc.summary(broken)["kernel_median"] > 0.3
+    assert tc.summary(broken)["kernel_median"] > 0.25
 
 
 def test_a_case_on_the_meta_trace_matches_the_run_by_hand(rows):
@@ -171,7 +171,7 @@ def test_compiled_validation_errors_are_pinned(rows):
     val = [r for r in rows if r.split == "validation"]
     s = tc.summary(val)
     assert s["compiled_median"] == pytest.approx(0.145, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.126, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.151, abs=0.005)
     compiled = [r for r in rows if r.compiled_us]
     assert len(compiled) == 40
     wrong = sorted(r.id for r in compiled if r.inductor_kernels != r.inductor_kernels_predicted)
@@ -203,7 +203,9 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     spec = write_spec(base, raw["measured"], raw["provenance"], "cal.json")
     out = tc.add_to_spec(spec, doc, "cal-torch.json")
     hw = to_core(HardwareFile.model_validate(out))
-    assert set(hw.family_curves) == set(FAMILIES) - {"copy_broadcast"}   # not in that run
+    # not in that run: the repeat_kv copy and the kernels by shape
+    assert set(hw.family_curves) == set(FAMILIES) - {
+        "copy_broadcast", "softmax_warp", "softmax_long_row", "embedding_small_index"}
     assert hw.compiled_launch_s == pytest.approx(34.94e-6, abs=1e-8)
     assert hw.compiled_call_s == pytest.approx((50.788 - 34.94) * 1e-6, abs=1e-8)
     assert hw.graph_gap_s is None                  # that run did not measure the replay gap
@@ -222,9 +224,9 @@ def test_the_fresh_calibrations_validation_run_is_pinned(hw):
     assert tc.compiled_host_of(doc) is None
     s = tc.summary(tc.compare(doc, hw))
     assert s["cases"] == 100
-    assert s["kernel_median"] == pytest.approx(0.085, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.122, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.122, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.076, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.094, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.140, abs=0.005)
 
 
 def test_cli_validate_from_a_torch_run_and_its_errors(tmp_path):
@@ -270,13 +272,13 @@ def test_a_run_with_its_synchronize_cost_pins_eager_and_the_speedup(hw):
     doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-fresh2.json")
     assert doc["host"]["sync_us"] == pytest.approx(4.9)
     s = tc.summary(tc.compare(doc, hw))
-    assert s["eager_median"] == pytest.approx(0.128, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.144, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.138, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.121, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.161, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.118, abs=0.005)
     doc["host"].pop("sync_us")           # without it, as before the runs measured it
     s = tc.summary(tc.compare(doc, hw))
-    assert s["eager_median"] == pytest.approx(0.174, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.241, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.146, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.228, abs=0.005)
 
 
 def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
@@ -302,7 +304,7 @@ def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
 def test_a_users_module_measured_on_the_h200_is_pinned(hw):
     # `rooflab validate --gpu --backend torch py:examples/transformer_block.py:build --input
     # "x=[8,512,1024]:bf16"` on the lent H200: the hand-written block is over-predicted on
-    # the GPU (its kernels +41 %, the graph replay +38 %) and 3 kernels short (27 of 30)
+    # the GPU (its kernels +36 %, the graph replay +33 %) and 3 kernels short (27 of 30)
     from rooflab.validate import torch_suite
     case = torch_suite.program_case(f"py:{ROOT / 'examples' / 'transformer_block.py'}:build",
                                     ("x=[8,512,1024]:bf16",))
@@ -310,5 +312,35 @@ def test_a_users_module_measured_on_the_h200_is_pinned(hw):
     assert "no case of this run is a torch-suite case" in tc.report(doc, hw)
     (row,) = tc.compare(doc, hw, extra_cases=[case])
     assert (row.kernels_predicted, row.kernels_measured) == (27, 30)
-    assert row.kernel_error == pytest.approx(0.410, abs=0.005)
-    assert row.graph_error == pytest.approx(0.385, abs=0.005)
+    assert row.kernel_error == pytest.approx(0.357, abs=0.005)
+    assert row.graph_error == pytest.approx(0.334, abs=0.005)
+
+
+RUN_R7 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r7.json"
+
+
+def test_the_shipped_specs_validation_on_another_lease_is_pinned(hw):
+    # `rooflab validate --gpu --backend torch` with the shipped spec on a later lease (both
+    # splits; its own torch.compile host fit): the 103 validation cases, kernels ATen picks by
+    # shape and SDPA backends included. Per-kernel median within the 8 % target, p90 not (20 %)
+    doc = tc.load(RUN_R7)
+    assert tc.compiled_host_of(doc) is not None
+    val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
+    s = tc.summary(val)
+    assert s["cases"] == 103
+    assert s["kernel_median"] == pytest.approx(0.076, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.336, abs=0.01)
+    assert s["graph_median"] == pytest.approx(0.103, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.143, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.167, abs=0.005)
+    fam = tc.by_family(val)
+    assert fam["sdpa"]["kernel_median"] == pytest.approx(0.078, abs=0.005)
+    assert fam["embedding_small_index"]["kernel_median"] == pytest.approx(0.087, abs=0.005)
+
+
+def test_the_gate_fails_without_the_sdpa_backends(hw):
+    # SDPA at the Triton FlashAttention's efficiency for every backend: the masked and fp32
+    # calls are off by 30-40 % again
+    doc = tc.load(RUN_R7)
+    broken = tc.compare(doc, replace(hw, attention_backend_efficiency={}), only_split="validation")
+    assert tc.by_family(broken)["sdpa"]["kernel_median"] > 0.12
