@@ -385,6 +385,11 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         # a family whose time follows its elements reads its curve at their computed width
         sized = curve_bytes(family, moved, g.tensors[first.inputs[0]].dtype.bits / 8)
     memory_s = sized / hw.hbm_rate_for(sized, family) / waves if moved else 0.0
+    if family in hw.family_row_floors:
+        # however few its rows, a row kernel takes one row's serial time
+        c = info.costs[kernel.ops[0]]
+        x = g.tensors[first.inputs[0]]
+        memory_s = vmax(memory_s, hw.row_floor_s(family, c.row_bytes // 4 * x.dtype.bits / 8))
     return dict(
         tensor_flops=sum(tensor_by_dtype.values()),
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,

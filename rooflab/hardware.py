@@ -72,11 +72,18 @@ class Curve(_Strict):
     working sets that stay in L2 pass it."""
     points: list[tuple[Annotated[float, Field(allow_inf_nan=False)],
                        Annotated[float, Field(allow_inf_nan=False)]]] = Field(min_length=2)
+    # a row kernel's shortest time against its row's KB (kernel_families.ROW_FAMILIES):
+    # [[row KB, µs], ...], KB increasing
+    row_floor: list[tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)],
+                          Annotated[float, Field(gt=0, allow_inf_nan=False)]]] | None = None
     source: str
     note: str | None = None
 
     @model_validator(mode="after")
     def _check(self) -> "Curve":
+        if self.row_floor and [k for k, _ in self.row_floor] != sorted(
+                {k for k, _ in self.row_floor}):
+            raise ValueError("row_floor points must have strictly increasing row KB")
         mbs = [p[0] for p in self.points]
         if mbs != sorted(mbs) or len(set(mbs)) != len(mbs) or mbs[0] <= 0:
             raise ValueError("hbm_curve points must have positive, strictly increasing MB")
@@ -308,6 +315,8 @@ class Hardware:
     compiled_extern_s: float | None = None            # of one extern (ATen) call in it
     # ATen kernel family -> ((bytes moved, fraction of peak), ...), as hbm_curve
     family_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    # row-kernel family -> ((row bytes, seconds), ...): its shortest time per row length
+    family_row_floors: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -388,6 +397,19 @@ class Hardware:
                 return self.hbm_bytes_per_s * (f0 + w * (f1 - f0))
         return self.hbm_bytes_per_s * pts[-1][1]
 
+    def row_floor_s(self, family: str, row_bytes):
+        """The shortest time (s) of a `family` row kernel whose rows are `row_bytes` long: the
+        measured floor interpolated linearly, flat below its shortest row, growing in
+        proportion beyond its longest; 0 without one."""
+        pts = self.family_row_floors.get(family)
+        if not pts:
+            return 0.0
+        rb, ts = np.array([b for b, _ in pts]), np.array([t for _, t in pts])
+        inside = np.interp(row_bytes, rb, ts)
+        beyond = ts[-1] * np.asarray(row_bytes, dtype=float) / rb[-1]
+        out = np.where(np.asarray(row_bytes) > rb[-1], beyond, inside)
+        return out if isinstance(row_bytes, np.ndarray) else float(out)
+
     @property
     def link_rate(self) -> float:
         return self.link_bytes_per_s * self.link_efficiency
@@ -467,6 +489,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         attention_backend_efficiency={k: f.value for k, f in eff.attention_by_backend.items()},
         family_curves={fam: tuple((mb * 1e6, f) for mb, f in c.points)
                        for fam, c in spec.kernel_families.items()},
+        family_row_floors={fam: tuple((kb * 1e3, us * 1e-6) for kb, us in c.row_floor)
+                           for fam, c in spec.kernel_families.items() if c.row_floor},
         dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9
                                if spec.dequant_gweights_per_s else None),
         sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value

@@ -30,6 +30,9 @@ IMPLEMENTATIONS = ("rooflab", "aten")
 
 FAMILIES: dict[str, str] = {
     "elementwise": "pointwise op on same-shaped contiguous tensors (add, mul, silu, copy)",
+    "elementwise_transcendental": "a one-input pointwise op computing a transcendental per "
+                                  "element (silu, gelu, exp, sigmoid, tanh, rsqrt): its fp32 "
+                                  "math, not its bytes, bounds it at L2-resident sizes",
     "cast": "a dtype conversion (x.float(), x.to(torch.bfloat16)): ATen's is not vectorised as add's",
     "elementwise_broadcast": "pointwise op where an input broadcasts (x[T, D] + b[D], x * s[T, 1])",
     "copy_broadcast": "a copy out of an expanded view (transformers' repeat_kv: the KV heads "
@@ -58,6 +61,13 @@ FAMILIES: dict[str, str] = {
 SOFTMAX_WARP_MAX_ROW = 2048
 SOFTMAX_REG_MAX_ROW = 9216
 SMALL_INDEX_MAX = 16
+
+# Row kernels: a block (or warp) reduces each row serially, so however few the rows a kernel
+# takes at least one row's time, which grows with the row's bytes (a row sum over 16 rows of
+# 4096 bf16 takes 4.9 µs, over 2048 rows 5.6 µs). Their spec curves carry that floor
+# (`row_floor`, against the row's bytes in its storage dtype).
+ROW_FAMILIES = ("reduce_row", "softmax_warp", "softmax", "softmax_long_row", "layer_norm",
+                "rms_norm")
 
 # Families whose time follows the elements they touch, not their bytes: ATen's block softmax
 # computes in fp32 whatever the storage dtype (a 4096² softmax takes 55 µs in bf16 and 56 µs in
@@ -107,6 +117,8 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
         return "reduce_row" if axis == len(x.shape) - 1 else "reduce_column"
     if kind.role is Role.POINTWISE:
         n = prod(outs[0].shape)
+        if len(ins) == 1 and prod(ins[0].shape) == n and kind.cost(op, ins, outs).sfu_ops:
+            return "elementwise_transcendental"
         if any(prod(t.shape) != n for t in ins):
             return "elementwise_broadcast"
         if any(prod(r.shape) < n for r in roots):

@@ -55,11 +55,11 @@ def test_step_time_errors_meet_the_target_and_are_pinned(rows):
     graph = steps.median_abs(r.graph_error for r in rows)
     assert eager <= 0.15 and graph <= 0.15
     assert eager == pytest.approx(0.095, abs=0.005)
-    assert graph == pytest.approx(0.122, abs=0.005)
+    assert graph == pytest.approx(0.106, abs=0.005)
     prefill_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "prefill")
     decode_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "decode")
-    assert prefill_graph == pytest.approx(0.112, abs=0.005)
-    assert decode_graph == pytest.approx(0.150, abs=0.005)
+    assert prefill_graph == pytest.approx(0.072, abs=0.005)
+    assert decode_graph == pytest.approx(0.152, abs=0.005)
 
 
 def test_the_gate_fails_without_the_repeat_kv_copy_family():
@@ -70,7 +70,7 @@ def test_the_gate_fails_without_the_repeat_kv_copy_family():
     rows = steps.compare(run, replace(hw, family_curves=curves))
     decode = [r for r in rows if r.step.phase == "decode"]
     assert steps.median_abs(r.graph_error for r in rows) > 0.15
-    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.338, abs=0.005)
+    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.345, abs=0.005)
 
 
 def test_not_a_run_file_is_one_line(tmp_path):
@@ -100,7 +100,7 @@ def test_a_second_lease_reproduces_the_graph_figures():
     rows = steps.compare(run, api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml")))
     graph = steps.median_abs(r.graph_error for r in rows)
     assert graph <= 0.15
-    assert graph == pytest.approx(0.119, abs=0.005)
+    assert graph == pytest.approx(0.116, abs=0.005)
     assert steps.median_abs(r.eager_error for r in rows) == pytest.approx(0.198, abs=0.005)
     assert run.eager_dispatch_s == pytest.approx(10.24e-6, rel=1e-2)   # x.add_(1), this lease
 
@@ -110,7 +110,7 @@ def test_a_run_with_its_own_host_steps_fits_the_module_cost_and_meets_the_target
     # shrunk all-layer decode step in the same process (host time alone). The module call cost
     # that closes those steps' gap is fitted from them (median over the 6 models), so the
     # eager prediction uses no constant from another machine: eager 13.0 % (16.0 % with the
-    # spec's module_call_us), graph 11.9 %
+    # spec's module_call_us), graph 11.3 %
     run = steps.load(ROOT / "reports" / "hf_eager" / "h200-2026-12-04-r5.json")
     hw = api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml"))
     assert len(run.host_steps) == 6
@@ -119,5 +119,5 @@ def test_a_run_with_its_own_host_steps_fits_the_module_cost_and_meets_the_target
     eager = steps.median_abs(r.eager_error for r in rows)
     graph = steps.median_abs(r.graph_error for r in rows)
     assert eager <= 0.15 and graph <= 0.15
-    assert eager == pytest.approx(0.130, abs=0.005)
-    assert graph == pytest.approx(0.119, abs=0.005)
+    assert eager == pytest.approx(0.126, abs=0.005)
+    assert graph == pytest.approx(0.113, abs=0.005)

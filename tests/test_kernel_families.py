@@ -51,7 +51,8 @@ def test_each_op_falls_into_its_family(write_yaml, h200):
     p = _kernels(write_yaml, _graph_text(), h200)
     families = {k.ops[0]: k.family for k in p.kernels}
     assert families == {
-        "add": "elementwise", "bias": "elementwise_broadcast", "silu": "elementwise",
+        "add": "elementwise", "bias": "elementwise_broadcast",
+        "silu": "elementwise_transcendental",
         "rowsum": "reduce_row", "colsum": "reduce_column", "total": "reduce_all",
         "softmax": "softmax", "rms": "rms_norm", "ln": "layer_norm", "emb": "embedding",
         "cat": "cat", "mm": ""}
@@ -103,7 +104,8 @@ def test_a_spec_without_curves_says_so(write_yaml, h200):
     note = [n for n in p.notes if "ATen kernel families" in n]
     assert note and "softmax" in note[0] and "elementwise_broadcast" in note[0]
     hw = replace(h200, family_curves={f: ((1e6, 0.5), (1e9, 0.9)) for f in (
-        "elementwise", "elementwise_broadcast", "reduce_row", "reduce_column", "reduce_all",
+        "elementwise", "elementwise_transcendental", "elementwise_broadcast", "reduce_row",
+        "reduce_column", "reduce_all",
         "softmax", "rms_norm", "layer_norm", "embedding", "cat")})
     assert not [n for n in _kernels(write_yaml, _graph_text(), hw).notes
                 if "ATen kernel families" in n]
@@ -145,3 +147,94 @@ ops:
                                             + hw.min_kernel_s, rel=1e-9)
     # rooflab's kernels: one dispatch per kernel, no module or view time
     assert cost.predict(sched, hw, "eager", "rooflab").totals.time_s < p.totals.time_s - 70e-6
+
+
+def _one_op(write_yaml, kind, shapes, dtype="bf16", attrs=""):
+    names = [f"t{i}" for i in range(len(shapes))]
+    tensors = ", ".join(f"{n}: {{shape: {list(s)}, dtype: {dtype}}}" for n, s in zip(names, shapes))
+    text = f"""
+name: one
+tensors: {{{tensors}}}
+ops: [{{kind: {kind}, name: op, inputs: [{', '.join(names)}], outputs: [o]{attrs}}}]
+"""
+    return api.load_workload(write_yaml(text))
+
+
+def test_aten_picks_softmax_and_index_select_kernels_by_shape(write_yaml, h200):
+    # softmax rows up to 2048 take the warp kernel, to 9216 the register kernel, then the
+    # long-row one; index_select's small-index kernel takes at most 16 ids
+    for row, fam in ((2048, "softmax_warp"), (2049, "softmax"), (9216, "softmax"),
+                     (9217, "softmax_long_row")):
+        g = _one_op(write_yaml, "softmax", [(4, row)])
+        assert api.predict_graph(g, h200, "unfused", "graph").kernels[0].family == fam, row
+    text = """
+name: emb
+tensors: {table: {shape: [1000, 64], dtype: bf16}, ids: {shape: [IDS], dtype: int64}}
+ops: [{kind: embedding, name: op, inputs: [table, ids], outputs: [o]}]
+"""
+    for ids, fam in ((16, "embedding_small_index"), (17, "embedding")):
+        g = api.load_workload(write_yaml(text.replace("IDS", str(ids))))
+        assert api.predict_graph(g, h200, "unfused", "graph").kernels[0].family == fam
+
+
+def test_block_softmax_reads_its_curve_at_fp32_width(write_yaml, h200):
+    # the same 4M elements in bf16 and in fp32 take the same time: both read the curve at
+    # 4M x 4 B x 2 (in + out) = 33.55 MB, where the flat curve gives 0.25 of peak
+    hw = replace(h200, family_curves={"softmax": ((1e6, 0.25), (1e9, 0.25))})
+    times = [api.predict_graph(_one_op(write_yaml, "softmax", [(1024, 4096)], dt), hw,
+                               "unfused", "graph").kernels[0].memory_s for dt in ("bf16", "fp32")]
+    assert times == pytest.approx([4 * 2**20 * 8 / (PEAK * 0.25)] * 2, rel=1e-9)   # 27.96 µs
+
+
+def test_row_floor_by_hand(write_yaml, h200):
+    # rms_norm's floor: 2 µs for rows of 2 KB, 5 µs for 8 KB; flat below, proportional above
+    hw = replace(h200, family_curves={"rms_norm": ((1e3, 1.0), (1e9, 1.0))},
+                 family_row_floors={"rms_norm": ((2048, 2e-6), (8192, 5e-6))})
+    assert hw.row_floor_s("rms_norm", 4096) == pytest.approx(3e-6)
+    assert hw.row_floor_s("rms_norm", 1024) == pytest.approx(2e-6)
+    assert hw.row_floor_s("rms_norm", 16384) == pytest.approx(10e-6)
+    assert hw.row_floor_s("softmax", 4096) == 0.0
+    # 4 rows of 4096 bf16 (8 KB each): 65.5 kB move in 14 ns at peak, the floor is 5 µs
+    g = _one_op(write_yaml, "rmsnorm", [(4, 4096), (4096,)])
+    k = api.predict_graph(g, hw, "unfused", "graph").kernels[0]
+    assert k.memory_s == pytest.approx(5e-6)
+    # 8192 such rows: 134 MB at peak (28 µs) is above the floor
+    g = _one_op(write_yaml, "rmsnorm", [(8192, 4096), (4096,)])
+    k = api.predict_graph(g, hw, "unfused", "graph").kernels[0]
+    assert k.memory_s == pytest.approx(k.hbm_bytes / PEAK)
+
+
+def test_sdpa_backend_efficiency_by_hand(write_yaml, h200):
+    # non-causal bf16 attention, B=1 H=8 S=1024 D=64: 2 x 8 x 1024² x 128 = 2.147 GFLOP on
+    # the tensor cores. Halving the flash backend's share adds that work's time at full peak
+    # once more (2.170 µs); the exponentials on the SFUs do not scale with it
+    g = _one_op(write_yaml, "attention", [(1, 8, 1024, 64)] * 3, attrs=", causal: false")
+    times = []
+    for share in (1.0, 0.5):
+        hw = replace(h200, attention_backend_efficiency={"sdpa_flash": share})
+        k = api.predict_graph(g, hw, "unfused", "graph").kernels[0]
+        assert k.family == "sdpa_flash"
+        times.append(k.compute_s)
+    assert times[1] - times[0] == pytest.approx(2 * 8 * 1024**2 * 128 / 989.4e12, rel=1e-3)
+    # fp32: the memory-efficient kernel on the FP32 units, at 0.4 of their 66.9 TFLOP/s
+    g = _one_op(write_yaml, "attention", [(1, 8, 1024, 64)] * 3, "fp32", ", causal: false")
+    hw = replace(h200, attention_backend_efficiency={"sdpa_fp32": 0.4})
+    k = api.predict_graph(g, hw, "unfused", "graph").kernels[0]
+    vector = (5 * 8 * 1024**2) + 2 * 8 * 1024**2 * 128      # 5 per score, the matmuls
+    assert k.family == "sdpa_fp32"
+    assert k.compute_s == pytest.approx(vector / (66.9e12 * 0.4), rel=1e-3)     # 80.2 µs
+    # a spec without backends prices SDPA as before, and names no backend
+    k = api.predict_graph(g, h200, "unfused", "graph").kernels[0]
+    assert k.family == ""
+
+
+def test_skinny_n_gemm_is_tiled_as_its_transpose():
+    # [4096, 4096] @ [4096, 8] (a router): tiled as its transpose, 8 x 4096 -> 16x32 tiles, so
+    # 32x16 over (M, N): 128 tiles on 132 SMs; cuBLAS splits its K (2 kernels)
+    from rooflab.cost import gemm_tile, wave_efficiency
+    from rooflab.trace.aten_map import gemm_launches
+    assert gemm_tile(4096, 8, 1, 132) == (32, 16)
+    assert wave_efficiency(4096, 8, 1, 132) == pytest.approx(128 / 132)
+    assert gemm_launches(4096, 8, 4096) == 2
+    assert gemm_launches(16384, 16, 8192) == 1         # its transpose's N is too wide to split
+    assert gemm_tile(8, 4096, 1, 132) == (16, 32)      # the decode shape is unchanged

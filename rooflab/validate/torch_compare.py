@@ -65,6 +65,8 @@ class CaseComparison:
     inductor_kernels_predicted: tuple[int, int] | None = None
     curve_bytes: float = 0.0      # the bytes its family's curve is read at (0: moved_bytes)
     backend: str = ""             # the SDPA backend of its attention op, if it has one
+    row_bytes: float = 0.0        # a row kernel's row, in its storage dtype (0: not one)
+    rows: int = 0                 # and its rows
 
     @staticmethod
     def _error(pred: float, meas: float | None) -> float | None:
@@ -207,7 +209,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     from rooflab.trace import trace_module
     from rooflab.validate import torch_suite
     from rooflab.ops import Role
-    from rooflab.kernel_families import attention_backend, curve_bytes
+    from rooflab.kernel_families import ROW_FAMILIES, attention_backend, curve_bytes
     cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
     compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
@@ -241,6 +243,9 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
             curve_bytes=curve_bytes(case.family, moved, case.inputs[0].nbytes
                                     / prod(case.inputs[0].shape)),
             backend=backends[0] if len(backends) == 1 else "",
+            row_bytes=(case.inputs[0].shape[-1] * case.inputs[0].nbytes
+                       / prod(case.inputs[0].shape)) if case.family in ROW_FAMILIES else 0.0,
+            rows=prod(case.inputs[0].shape[:-1]) if case.family in ROW_FAMILIES else 0,
             kernels_measured=len(kernels), kernels_predicted=eager.totals.kernels,
             moved_bytes=moved,
             kernel_us=sum(k["us"] for k in kernels) or None,
@@ -255,7 +260,8 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
 
 
 def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
-                      families) -> dict[str, list[tuple[float, float]]]:
+                      families, l2_bytes: float | None = None
+                      ) -> dict[str, list[tuple[float, float]]]:
     """Per family, [[MB, fraction of HBM peak], ...] with MB increasing, from the single-kernel
     calibration cases' measured kernel times (the median where two cases move the same bytes).
 
@@ -263,7 +269,12 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
     rises steeply with size; the spec's curves are interpolated in log(bytes), which between
     two measurements decades apart would miss that. So the time is interpolated linearly in
     bytes between measurements (constant below the smallest) and written out at four points a
-    decade, from 1 kB to the largest measured size: the spec's interpolation then follows it."""
+    decade, from 1 kB to the largest measured size: the spec's interpolation then follows it.
+
+    With `l2_bytes` (the L2 capacity): the suite repeats each call, so a kernel whose bytes fit
+    in L2 finds them there. Up to the capacity, time follows the slope of the two largest
+    measurements that fit (L2's rate), then rises to the first measurement beyond it (HBM's);
+    a straight line across the capacity would price sizes just below it at half HBM's rate."""
     curves: dict[str, list[tuple[float, float]]] = {}
     for fam in families:
         by_bytes: dict[int, list[float]] = {}
@@ -283,6 +294,8 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
         nbytes = np.array([statistics.median(g) for g in groups], dtype=float)
         time_s = np.array([statistics.median([t for b in g for t in by_bytes[b]])
                            for g in groups])
+        if l2_bytes:
+            nbytes, time_s = _with_l2_knot(nbytes, time_s, l2_bytes)
         between = 10 ** np.arange(3, np.log10(nbytes[-1]), 0.25)
         # grid points within 1 % of a measurement would duplicate it once rounded
         apart = np.min(np.abs(between[:, None] / nbytes[None, :] - 1), axis=1) > 0.01
@@ -291,6 +304,41 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
                           MAX_CURVE_FRACTION)
         curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in zip(grid, frac)]
     return curves
+
+
+def fit_row_floors(rows: list[CaseComparison], sm_count: int
+                   ) -> dict[str, list[tuple[float, float]]]:
+    """Per row-kernel family, [[row KB, µs], ...]: the shortest measured kernel time of the
+    calibration cases with rows that long and at most 8 rows per SM (ATen keeps several row
+    blocks on each SM at once, so such a kernel takes about one row's time), made
+    non-decreasing in the row's length (a longer row is never faster)."""
+    floors: dict[str, dict[float, float]] = {}
+    for r in rows:
+        if r.row_bytes and r.rows <= 8 * sm_count and r.split == "calibration" and r.kernel_us:
+            by_row = floors.setdefault(r.family, {})
+            by_row[r.row_bytes] = min(by_row.get(r.row_bytes, r.kernel_us), r.kernel_us)
+    out = {}
+    for fam, by_row in floors.items():
+        pts, top = [], 0.0
+        for rb in sorted(by_row):
+            top = max(top, by_row[rb])
+            pts.append((_sig(rb / 1e3), _sig(top)))
+        out[fam] = pts
+    return out
+
+
+def _with_l2_knot(nbytes: np.ndarray, time_s: np.ndarray, l2_bytes: float):
+    """The measurements with a knot at the L2 capacity, its time extrapolated from the two
+    largest measurements within it (bounded by their neighbours); unchanged where fewer than
+    two fit or none lies beyond."""
+    inside = nbytes <= l2_bytes
+    if inside.sum() < 2 or inside.all() or np.any(nbytes == l2_bytes):
+        return nbytes, time_s
+    (b0, b1), (t0, t1) = nbytes[inside][-2:], time_s[inside][-2:]
+    t_l2 = t1 + (l2_bytes - b1) * max(t1 - t0, 0.0) / (b1 - b0)
+    t_l2 = min(max(t_l2, t1), time_s[~inside][0])
+    at = int(inside.sum())
+    return np.insert(nbytes, at, l2_bytes), np.insert(time_s, at, t_l2)
 
 
 def fit_attention_backends(doc: dict, hw: Hardware) -> dict[str, tuple[float, int]]:
@@ -340,9 +388,12 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     (graph_gap_us, from the first run that measured it). Each figure cites `source`."""
     from rooflab.kernel_families import CURVE_ELEMENT_BYTES, FAMILIES
     rows = [r for doc in runs for r in compare(doc, hw)]
-    curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES)
+    curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes)
+    floors = fit_row_floors(rows, hw.sm_count)
     out: dict = {"kernel_families": {
-        fam: {"points": [[mb, f] for mb, f in pts], "source": source,
+        fam: {"points": [[mb, f] for mb, f in pts],
+              **({"row_floor": [[kb, us] for kb, us in floors[fam]]} if fam in floors else {}),
+              "source": source,
               "note": CURVE_NOTE_ELEMENTS if fam in CURVE_ELEMENT_BYTES else CURVE_NOTE}
         for fam, pts in curves.items()}, "launch": {}, "attention_by_backend": {}}
     for doc in runs:

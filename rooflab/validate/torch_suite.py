@@ -274,12 +274,14 @@ def _cases() -> list[Case]:
             ("mul", lambda x, y: x * y, 2, "bf16"),
             ("silu", lambda x: F().silu(x), 1, "bf16"),
             ("cast_bf16_fp32", lambda x: x.float(), 1, "bf16")):
-        B.variant("cast" if op.startswith("cast") else "elementwise", op, [
+        family = "cast" if op.startswith("cast") else \
+            "elementwise_transcendental" if op == "silu" else "elementwise"
+        B.variant(family, op, [
             (f"{op}_{_size_tag(n)}_{dt}", _program(fn, f"Elementwise_{op}"),
              [Input(nm, (n,), dt) for nm in ("x", "y")[:n_in]]) for n in sizes],
             compile_at=(2, 5) if op in ("add", "silu") else ())
         if op != "mul":
-            B.calibration("cast" if op.startswith("cast") else "elementwise", op, [
+            B.calibration(family, op, [
                 (f"{op}_{_size_tag(n)}_{dt}", _program(fn, f"Elementwise_{op}"),
                  [Input(nm, (n,), dt) for nm in ("x", "y")[:n_in]])
                 for n in (2**18, 2**21, 2**23, 2**25)])
