@@ -145,8 +145,9 @@ def host_constants(torch, device: str) -> dict:
     """Host-side costs of eager PyTorch, in µs: a tiny op's dispatch, a 64³ bf16 mm's, a
     view's (no kernel), a compiled trivial function's call, a CUDA graph's per-kernel replay
     cost ((replay of 100 tiny kernels - replay of 1) / 99), the gap a replayed kernel adds
-    beyond its profiled time (graph_gap_us), and what a synchronize after a tiny call adds
-    (sync_us). GPU-only figures are None or absent on the CPU."""
+    beyond its profiled time (graph_gap_us), what a synchronize after a tiny call adds
+    (sync_us), and a bare nn.Module's call (module_call_us). GPU-only figures are None or
+    absent on the CPU."""
     clock = _Clock(torch, device)
     n = 2000
     a = torch.ones(1, device=device)
@@ -163,7 +164,13 @@ def host_constants(torch, device: str) -> dict:
         clock.sync()
         return round(dt * 1e6 / calls, 3)
 
+    class Identity(torch.nn.Module):
+        def forward(self, x):
+            return x
+    bare = Identity()
     out = {"tiny_op_dispatch_us": host_us(lambda: torch.add(a, b)),
+           # a bare nn.Module's call and forward, no kernel: what a case's own call adds
+           "module_call_us": host_us(lambda: bare(a)),
            "mm_dispatch_us": host_us(lambda: torch.mm(m, m), n if clock.cuda else 50),
            "view_dispatch_us": host_us(lambda: v.view(-1)),
            "compiled_call_us": None, "graph_launch_us": None,
