@@ -376,3 +376,23 @@ def test_the_gate_fails_without_the_sdpa_backends(hw):
     doc = tc.load(RUN_R7)
     broken = tc.compare(doc, replace(hw, attention_backend_efficiency={}), only_split="validation")
     assert tc.by_family(broken)["sdpa"]["kernel_median"] > 0.12
+
+
+def test_a_run_with_the_bare_module_call_charges_it(hw):
+    # reports/validation/torch/h200-2026-12-04-r8.json measured a bare nn.Module's call
+    # (2.0 us on that lease): each case's eager call pays it once for itself, so the
+    # prediction of a one-add case is that much longer than without it
+    doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r8.json")
+    assert doc["host"]["module_call_us"] == pytest.approx(2.0, abs=0.01)
+    val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
+    s = tc.summary(val)
+    assert s["cases"] == 104
+    assert s["kernel_median"] == pytest.approx(0.052, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.289, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.121, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.100, abs=0.005)
+    add = next(r for r in val if r.id == "add_64K_bf16")
+    doc["host"].pop("module_call_us")
+    without = next(r for r in tc.compare(doc, hw, only_split="validation")
+                   if r.id == "add_64K_bf16")
+    assert add.eager_us_predicted - without.eager_us_predicted == pytest.approx(2.0, abs=0.01)
