@@ -24,7 +24,9 @@ tiny kernels replayed back to back, so it includes the GPU-side start). `compile
 torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then the wrapper
 launches each Triton kernel (compiled_launch_host_s) or calls an extern one through ATen (a
 cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`. Inductor's kernels are priced by the schedule (`inductor` reproduces its
-default fusion); `inductor` with `graph` is torch.compile's reduce-overhead mode.
+default fusion); `inductor` with `graph` is torch.compile's reduce-overhead mode, less its
+copies of the inputs that are not parameters or buffers into the graph's static buffers and
+cudagraph trees' own call (the torch validation prices both: torch_compare).
 
 Kernel implementations (rooflab/kernel_families.py): `aten` prices each one-op kernel's bytes
 at its ATen family's measured bandwidth curve, and a whole-tensor reduction as split over the

@@ -396,3 +396,21 @@ def test_a_run_with_the_bare_module_call_charges_it(hw):
     without = next(r for r in tc.compare(doc, hw, only_split="validation")
                    if r.id == "add_64K_bf16")
     assert add.eager_us_predicted - without.eager_us_predicted == pytest.approx(2.0, abs=0.01)
+
+
+def test_reduce_overhead_prices_the_input_copies(hw):
+    # torch.compile(mode="reduce-overhead") on the later lease: Inductor's kernels replayed as
+    # a CUDA graph after a copy of each non-static input. The Llama-3 embedding passes its
+    # 1.05 GB table as an input: ~2.1 GB moved by the copy alone, ~500 us of the call
+    doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r8.json")
+    rows = tc.compare(doc, hw)
+    emb = next(r for r in rows if r.id == "embedding_1024x4096_v128256_bf16")
+    assert emb.compiled_graph_us == pytest.approx(510.3, abs=0.1)
+    assert emb.compiled_graph_error == pytest.approx(-0.051, abs=0.005)
+    val = [r for r in rows if r.split == "validation"]
+    assert sum(r.compiled_graph_us_predicted is not None for r in val) == 25
+    assert tc.summary(val)["compiled_graph_median"] == pytest.approx(0.187, abs=0.005)
+    # a validation-only run cannot fit cudagraph trees' own call: no comparison
+    fresh = tc.compare(tc.load(ROOT / "reports" / "validation" / "torch" /
+                               "h200-2026-12-04-fresh.json"), hw)
+    assert all(r.compiled_graph_us_predicted is None for r in fresh)

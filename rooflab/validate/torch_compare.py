@@ -63,6 +63,8 @@ class CaseComparison:
     eager_b2b_us_predicted: float | None = None
     inductor_kernels: tuple[int, int] | None = None            # (Triton, extern) measured
     inductor_kernels_predicted: tuple[int, int] | None = None
+    compiled_graph_us: float | None = None     # torch.compile(mode="reduce-overhead")
+    compiled_graph_us_predicted: float | None = None
     curve_bytes: float = 0.0      # the bytes its family's curve is read at (0: moved_bytes)
     backend: str = ""             # the SDPA backend of its attention op, if it has one
     row_bytes: float = 0.0        # a row kernel's row, in its storage dtype (0: not one)
@@ -88,6 +90,11 @@ class CaseComparison:
     def compiled_error(self) -> float | None:
         return self._error(self.compiled_us_predicted or 0.0, self.compiled_us) \
             if self.compiled_us_predicted else None
+
+    @property
+    def compiled_graph_error(self) -> float | None:
+        return self._error(self.compiled_graph_us_predicted or 0.0, self.compiled_graph_us) \
+            if self.compiled_graph_us_predicted else None
 
     @property
     def compiled_speedup_error(self) -> float | None:
@@ -215,6 +222,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
     out = []
+    reduce_overhead: dict[str, tuple[float, float]] = {}      # id -> (host s, GPU s) but the call
     for rec in doc["cases"]:
         case = cases.get(rec["id"])
         if case is None or rec.get("skipped") or rec.get("eager_us") is None:
@@ -238,6 +246,9 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
                          eager_b2b_us_predicted=eager.totals.back_to_back_s * 1e6 + root_us,
                          inductor_kernels=inductor_kernel_counts(rec.get("compiled_kernels") or []),
                          inductor_kernels_predicted=(triton, extern))
+            if rec.get("compiled_graph_us"):
+                reduce_overhead[case.id] = _reduce_overhead_s(
+                    api.predict_graph(graph, hw, "inductor", "graph").totals, case, hw)
         moved = sum(k.hbm_read_bytes + k.hbm_write_bytes for k in eager.kernels)
         backends = [attention_backend(op, [graph.tensors[t] for t in op.inputs])
                     for op in graph.ops if op.kind == "attention"]
@@ -259,8 +270,36 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
             eager_us_predicted=(eager.totals.time_s * 1e6 + (doc["host"].get("sync_us") or 0.0)
                                 + root_us),
             graph_us=rec.get("graph_us"), graph_us_predicted=replay.totals.time_s * 1e6,
-            compiled_us=rec.get("compiled_us"), **extra))
-    return out
+            compiled_us=rec.get("compiled_us"), compiled_graph_us=rec.get("compiled_graph_us"),
+            **extra))
+    call_s = _fit_reduce_overhead_call(out, reduce_overhead)
+    if call_s is None:
+        return out
+    return [replace(r, compiled_graph_us_predicted=1e6 * max(
+        reduce_overhead[r.id][0] + call_s, reduce_overhead[r.id][1]))
+        if r.id in reduce_overhead else r for r in out]
+
+
+def _reduce_overhead_s(replay, case, hw: Hardware) -> tuple[float, float]:
+    """(host s, GPU s) of one torch.compile(mode="reduce-overhead") call, its cudagraph trees'
+    own call aside: the replay of Inductor's kernels (`replay`: the inductor schedule's
+    `graph` totals), after each input that is not a parameter or buffer is copied into the
+    graph's static buffer (an eager copy_ each: a dispatch on the host, the copy on the GPU,
+    priced at the elementwise curve)."""
+    copies_s = sum(2 * i.nbytes / hw.hbm_rate_for(2 * i.nbytes, "elementwise")
+                   for i in case.inputs)
+    return (replay.host_s + len(case.inputs) * hw.eager_dispatch_s,
+            replay.gpu_s + copies_s)
+
+
+def _fit_reduce_overhead_call(rows: list[CaseComparison], parts: dict) -> float | None:
+    """Seconds of cudagraph trees' own host time per reduce-overhead call: the median, over the
+    run's host-bound calibration cases (GPU time under half the measured call), of the measured
+    call less its predicted host time; None for a run without such cases."""
+    extra = [r.compiled_graph_us * 1e-6 - parts[r.id][0] for r in rows
+             if r.id in parts and r.split == "calibration"
+             and parts[r.id][1] < 0.5e-6 * r.compiled_graph_us]
+    return max(0.0, statistics.median(extra)) if len(extra) >= 2 else None
 
 
 def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
@@ -468,6 +507,7 @@ def summary(rows: list[CaseComparison]) -> dict[str, float]:
             "speedup_median": stat((r.graph_speedup_error for r in rows), 50),
             "compiled_median": stat((r.compiled_error for r in rows), 50),
             "compiled_speedup_median": stat((r.compiled_speedup_error for r in rows), 50),
+            "compiled_graph_median": stat((r.compiled_graph_error for r in rows), 50),
             "inductor_count_match": (sum(r.inductor_kernels == r.inductor_kernels_predicted
                                          for r in rows if r.inductor_kernels)
                                      / n_compiled if n_compiled else float("nan"))}
