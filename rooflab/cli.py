@@ -443,9 +443,11 @@ def calibrate(
     base_hw = hwmod.load(base)
     if from_file:
         from rooflab.validate import calspec
-        out.write_text(calspec.spec_text(base_hw.spec, *calspec.spec_and_provenance(
-            base_hw.spec, from_file, torch_run)))
+        spec, provenance = calspec.spec_and_provenance(base_hw.spec, from_file, torch_run)
+        out.write_text(calspec.spec_text(base_hw.spec, spec, provenance))
         typer.echo(printable(f"wrote {out} from {from_file}"))
+        if "HOST-BOUND" in spec["memory"]["hbm_curve"].get("note", ""):
+            typer.echo(printable(f"warning: {spec['memory']['hbm_curve']['note']}"), err=True)
         return
     from rooflab.validate import gpu as vgpu
     vgpu.require("calibrate")

@@ -414,3 +414,17 @@ def test_reduce_overhead_prices_the_input_copies(hw):
     fresh = tc.compare(tc.load(ROOT / "reports" / "validation" / "torch" /
                                "h200-2026-12-04-fresh.json"), hw)
     assert all(r.compiled_graph_us_predicted is None for r in fresh)
+
+
+def test_a_host_bound_copy_curve_is_named():
+    # the 20:01 calibration's copy curve: 8 to 34 MB took ~20 us each (a loaded host's graph
+    # launch), where a bandwidth-bound copy halves its time with its bytes; 18:11's did not
+    import json
+    from rooflab.validate.calspec import host_bound_sizes
+    cal = ROOT / "reports" / "calibration"
+    bad = json.loads((cal / "h200-2026-12-04-2.json").read_text())["measured"]
+    good = json.loads((cal / "h200-2026-12-04.json").read_text())["measured"]
+    assert [round(mb) for mb in host_bound_sizes(bad["copy_curve_mb_tb_per_s"])] == [8, 17, 34]
+    assert host_bound_sizes(good["copy_curve_mb_tb_per_s"]) == []
+    assert host_bound_sizes([(8.0, 4.0), (16.0, 4.0)]) == []          # 2 us then 4 us
+    assert host_bound_sizes([(8.0, 1.0), (16.0, 1.6)]) == [8.0]       # 8 us then 10 us

@@ -33,7 +33,7 @@ import triton
 import triton.language as tl
 
 from rooflab.hardware import Hardware, HardwareFile, to_core
-from rooflab.validate.calspec import spec_from_raw, spec_text, torch_run_path
+from rooflab.validate.calspec import host_bound_sizes, spec_from_raw, spec_text, torch_run_path
 from rooflab.validate.timing import bench_kernel, capture
 
 
@@ -217,6 +217,10 @@ def measure(log=print, hw: Hardware | None = None) -> dict:
         curve.append((moved / 1e6, moved / (t - out["min_kernel_us"] * 1e-6) / 1e12))
     out["copy_curve_mb_tb_per_s"] = curve
     log("copy curve (MB moved: TB/s): " + ", ".join(f"{mb:.0f}: {bw:.2f}" for mb, bw in curve))
+    bound = host_bound_sizes(curve)
+    if bound:
+        log(f"WARNING: the copy curve is host-bound at {', '.join(f'{mb:.0f}' for mb in bound)} "
+            "MB (their time did not grow with their bytes); calibrate again on an idle host")
     # write-only HBM bandwidth over 1 GiB (the better of a Triton store loop and torch's fill_),
     # over the time beyond the fixed kernel cost as for the curve
     n_el = 1 << 28

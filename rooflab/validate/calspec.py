@@ -15,6 +15,15 @@ import yaml
 from rooflab.hardware import HardwareFile
 
 
+def host_bound_sizes(curve: list[tuple[float, float]]) -> list[float]:
+    """The MB sizes of a copy curve ([[MB moved, TB/s], ...], each size twice the one before)
+    whose time did not grow with their bytes: at least 3/4 of the next size's time where a
+    bandwidth-bound copy takes about half. There the host, not HBM, set the time (a loaded
+    host that launches a graph slower than the GPU copies)."""
+    times = [mb / bw for mb, bw in curve]
+    return [mb for (mb, _), t, t_next in zip(curve, times, times[1:]) if t >= 0.75 * t_next]
+
+
 def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> dict:
     """The base spec with its measured figures replaced; every replaced figure cites `CAL`."""
     spec = base.model_dump(exclude_none=True)
@@ -32,9 +41,12 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
     spec["efficiency"]["hbm"] = fig(min(1.0, m["copy_tb_per_s"] / peak_bw),
                                     f"copy {m['copy_tb_per_s']:.3f} TB/s of {peak_bw}")
     spec["memory"]["l2_tb_per_s"] = fig(m["l2_tb_per_s"], "16 MiB resident read")
+    bound = host_bound_sizes(m["copy_curve_mb_tb_per_s"])
     spec["memory"]["hbm_curve"] = {
         "points": [[round(mb, 1), round(min(1.0, bw / peak_bw), 4)] for mb, bw in m["copy_curve_mb_tb_per_s"]],
-        "source": "CAL", "note": "Triton copy, L2 flushed, time beyond min_kernel_us"}
+        "source": "CAL", "note": "Triton copy, L2 flushed, time beyond min_kernel_us" + (
+            "; HOST-BOUND at " + ", ".join(f"{mb:.0f}" for mb in bound) + " MB (their time "
+            "did not grow with their bytes): calibrate again on an idle host" if bound else "")}
     g = m["gemm_tflops"]
     bf16_peak = base.tensor_tflops["bf16"].value
     best, note = g["bf16"], f"bf16 8192³ {g['bf16']:.0f} TFLOP/s (cuBLAS)"
