@@ -41,8 +41,11 @@ FAMILIES: dict[str, str] = {
     "reduce_column": "sum / mean / max over an axis that is not the last",
     "reduce_all": "a reduction to one value (x.sum() of a tensor): ATen splits it over the grid",
     "softmax_warp": "softmax over rows of at most 2048: ATen's softmax_warp_forward, a warp per row",
-    "softmax": "softmax over rows of 2049 to 9216: ATen's cunn_SoftMaxForwardReg, a row in "
-               "a block's registers",
+    "softmax": "softmax over rows of 2049 to 4096: ATen's cunn_SoftMaxForwardReg, a row in "
+               "a block's registers, at most 4 per thread",
+    "softmax_wide_row": "softmax over rows of 4097 to 9216: cunn_SoftMaxForwardReg with 5 to 9 "
+                        "registers of the row per thread (rows of 8192 run 25 % slower per "
+                        "element than rows of 4096)",
     "softmax_long_row": "softmax over rows longer than 9216 (a vocabulary): ATen's "
                         "cunn_SoftMaxForward and its shared-memory variant",
     "layer_norm": "layer_norm over the last axis",
@@ -55,10 +58,12 @@ FAMILIES: dict[str, str] = {
 }
 
 # ATen's kernel choices by shape (aten/src/ATen/native/cuda/SoftMax.cu, Indexing.cu): a softmax
-# row of at most 2048 goes to the warp kernel; above it the block kernel holds the row in
-# registers while ceil(row / 1024 threads) < 10; index_select takes its small-index kernel for
-# at most 16 indices. The profiler's kernel names in the torch suite's runs show each choice.
+# row of at most 2048 goes to the warp kernel; above it the block kernel (1024 threads) holds
+# the row in registers while ceil(row / 1024) < 10, a template instance per count; index_select
+# takes its small-index kernel for at most 16 indices. The profiler's kernel names in the torch
+# suite's runs show each choice.
 SOFTMAX_WARP_MAX_ROW = 2048
+SOFTMAX_REG4_MAX_ROW = 4096
 SOFTMAX_REG_MAX_ROW = 9216
 SMALL_INDEX_MAX = 16
 
@@ -66,13 +71,13 @@ SMALL_INDEX_MAX = 16
 # takes at least one row's time, which grows with the row's bytes (a row sum over 16 rows of
 # 4096 bf16 takes 4.9 µs, over 2048 rows 5.6 µs). Their spec curves carry that floor
 # (`row_floor`, against the row's bytes in its storage dtype).
-ROW_FAMILIES = ("reduce_row", "softmax_warp", "softmax", "softmax_long_row", "layer_norm",
-                "rms_norm")
+ROW_FAMILIES = ("reduce_row", "softmax_warp", "softmax", "softmax_wide_row", "softmax_long_row",
+                "layer_norm", "rms_norm")
 
 # Families whose time follows the elements they touch, not their bytes: ATen's block softmax
 # computes in fp32 whatever the storage dtype (a 4096² softmax takes 55 µs in bf16 and 56 µs in
 # fp32). Their curves are read at, and fitted on, these bytes per element read or written.
-CURVE_ELEMENT_BYTES = {"softmax": 4, "softmax_long_row": 4}
+CURVE_ELEMENT_BYTES = {"softmax": 4, "softmax_wide_row": 4, "softmax_long_row": 4}
 
 # The SDPA backend eager PyTorch runs a one-op attention kernel with, each priced at its own
 # share of the tensor (or, in fp32, the FP32) peak: the spec's `efficiency.attention_by_backend`
@@ -102,9 +107,7 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
     kind = KINDS[op.kind]
     roots = roots or ins
     if op.kind == "softmax":
-        row = ins[0].shape[op.attrs.get("axis", -1)]
-        return "softmax_warp" if row <= SOFTMAX_WARP_MAX_ROW else \
-            "softmax" if row <= SOFTMAX_REG_MAX_ROW else "softmax_long_row"
+        return softmax_family(ins[0].shape[op.attrs.get("axis", -1)])
     if op.kind in ("embedding", "index_select") and prod(ins[1].shape) <= SMALL_INDEX_MAX:
         return "embedding_small_index"
     if op.kind in _BY_KIND:
@@ -127,6 +130,15 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
             return "copy_broadcast" if op.kind == "copy" else "elementwise_broadcast"
         return "elementwise"
     return None
+
+
+def softmax_family(row: int) -> str:
+    """The family of ATen's softmax kernel for rows of `row` elements."""
+    if row <= SOFTMAX_WARP_MAX_ROW:
+        return "softmax_warp"
+    if row <= SOFTMAX_REG4_MAX_ROW:
+        return "softmax"
+    return "softmax_wide_row" if row <= SOFTMAX_REG_MAX_ROW else "softmax_long_row"
 
 
 def attention_backend(op: Op, ins: list[Tensor]) -> str | None:

@@ -287,7 +287,7 @@ def test_calibrate_from_rebuilds_the_shipped_spec(tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     out = tmp_path / "h200.yaml"
     r = CliRunner().invoke(app, ["calibrate", "--from", "reports/calibration/h200-2026-12-04.json",
-                                 "--torch-run", "reports/calibration/h200-2026-12-04-2-torch.json",
+                                 "--torch-run", "reports/validation/torch/h200-2026-12-04-r9.json",
                                  "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert out.read_text() == SPEC.read_text()

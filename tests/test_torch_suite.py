@@ -54,8 +54,8 @@ def test_splits_alternate_and_span_the_size_range():
     # within a variant, sizes grow and the splits alternate, so neither split holds only the
     # small or only the large sizes
     # (a variant whose sizes ATen runs with different kernels spans their families)
-    base = {"softmax_warp": "softmax", "softmax_long_row": "softmax",
-            "embedding_small_index": "embedding"}
+    base = {"softmax_warp": "softmax", "softmax_wide_row": "softmax",
+            "softmax_long_row": "softmax", "embedding_small_index": "embedding"}
     variants = collections.defaultdict(list)
     for c in CASES:
         if not c.between:
@@ -66,7 +66,7 @@ def test_splits_alternate_and_span_the_size_range():
         assert sizes == sorted(sizes), key
     # a kernel ATen picks by shape runs only over its shapes' range (few embedding ids read a
     # 1 GB table whatever their count)
-    by_shape = {"softmax_warp", "softmax_long_row", "embedding_small_index"}
+    by_shape = {"softmax_warp", "softmax_wide_row", "softmax_long_row", "embedding_small_index"}
     for fam in {c.family for c in CASES} - by_shape:
         for split in SPLITS:
             # each split spans at least 1.5 decades of bytes (inputs + weights)
@@ -158,7 +158,8 @@ def test_small_case_runs_on_the_cpu(case):
 def test_select_by_regex_and_split():
     got = torch_suite.select(r"^softmax_", "validation")
     assert got and all(c.family.startswith("softmax") and c.split == "validation" for c in got)
-    assert {c.family for c in got} == {"softmax", "softmax_warp", "softmax_long_row"}
+    assert {c.family for c in got} == {"softmax", "softmax_warp", "softmax_wide_row",
+                                       "softmax_long_row"}
     assert len(torch_suite.select()) == len(CASES)
 
 

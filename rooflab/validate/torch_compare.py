@@ -353,21 +353,14 @@ def fit_row_floors(rows: list[CaseComparison], sm_count: int
                    ) -> dict[str, list[tuple[float, float]]]:
     """Per row-kernel family, [[row KB, µs], ...]: the shortest measured kernel time of the
     calibration cases with rows that long and at most 8 rows per SM (ATen keeps several row
-    blocks on each SM at once, so such a kernel takes about one row's time), made
-    non-decreasing in the row's length (a longer row is never faster)."""
+    blocks on each SM at once, so such a kernel takes about one row's time)."""
     floors: dict[str, dict[float, float]] = {}
     for r in rows:
         if r.row_bytes and r.rows <= 8 * sm_count and r.split == "calibration" and r.kernel_us:
             by_row = floors.setdefault(r.family, {})
             by_row[r.row_bytes] = min(by_row.get(r.row_bytes, r.kernel_us), r.kernel_us)
-    out = {}
-    for fam, by_row in floors.items():
-        pts, top = [], 0.0
-        for rb in sorted(by_row):
-            top = max(top, by_row[rb])
-            pts.append((_sig(rb / 1e3), _sig(top)))
-        out[fam] = pts
-    return out
+    return {fam: [(_sig(rb / 1e3), _sig(by_row[rb])) for rb in sorted(by_row)]
+            for fam, by_row in floors.items()}
 
 
 def _with_l2_knot(nbytes: np.ndarray, time_s: np.ndarray, l2_bytes: float):
@@ -474,7 +467,8 @@ def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH",
     figures = spec_figures([run], to_core(HardwareFile.model_validate(spec)), source)
     prov = run["provenance"]
     out = {**spec, "sources": {**spec["sources"], source: (
-        f"the torch suite's {len(run['cases'])} calibration cases on {prov.get('gpu')}, "
+        f"the torch suite's {sum(c.get('split', 'calibration') == 'calibration' for c in run['cases'])}"
+        f" calibration cases on {prov.get('gpu')}, "
         f"{prov.get('date_utc')}, torch {prov.get('torch')} (rooflab calibrate --gpu): "
         f"{run_path}")}}
     if host:

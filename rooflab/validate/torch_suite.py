@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Callable
 
-from rooflab.kernel_families import SMALL_INDEX_MAX, SOFTMAX_REG_MAX_ROW, SOFTMAX_WARP_MAX_ROW
+from rooflab.kernel_families import SMALL_INDEX_MAX, softmax_family
 
 SPLITS = ("calibration", "validation")
 EXTRA_FAMILIES = ("gemm", "bmm", "sdpa", "step")
@@ -334,18 +334,20 @@ def _cases() -> list[Case]:
         return [(f"softmax_{t}x{d}_{dt}", _program(lambda x: T().softmax(x, -1), "Softmax"),
                  [Input("x", (t, d), dt)]) for t, d in shapes]
 
-    def softmax_family(d: int) -> str:
-        return "softmax_warp" if d <= SOFTMAX_WARP_MAX_ROW else \
-            "softmax" if d <= SOFTMAX_REG_MAX_ROW else "softmax_long_row"
     sm_shapes = ((1, 2048), (64, 1024), (256, 4096), (128, 128256), (4096, 4096),
                  (16384, 4096), (1024, 128256), (32768, 8192))
     B.variant(lambda i: softmax_family(sm_shapes[i][1]), "bf16",
               softmax_rows(sm_shapes, "bf16"), compile_at=(1, 3, 4))
-    B.variant("softmax", "fp32", softmax_rows(((64, 4096), (4096, 4096), (16384, 8192)), "fp32"))
+    fp32_shapes = ((64, 4096), (4096, 4096), (16384, 8192))
+    B.variant(lambda i: softmax_family(fp32_shapes[i][1]), "fp32",
+              softmax_rows(fp32_shapes, "fp32"))
     B.calibration("softmax_warp", "bf16", softmax_rows(
         ((16, 1024), (256, 512), (4096, 1024), (32768, 2048)), "bf16"))
-    B.calibration("softmax", "bf16", softmax_rows(((8, 4096), (1024, 4096), (2048, 8192)),
-                                                  "bf16"))
+    B.calibration("softmax", "bf16", softmax_rows(((8, 4096), (1024, 4096)), "bf16"))
+    B.calibration("softmax_wide_row", "bf16", softmax_rows(
+        ((16, 8192), (256, 6144), (1024, 8192), (2048, 8192)), "bf16"))
+    B.calibration("softmax_wide_row", "bf16", softmax_rows(((64, 8192), (4096, 6144)), "bf16"),
+                  "validation")
     B.calibration("softmax_long_row", "bf16", softmax_rows(
         ((1, 128256), (16, 128256), (512, 128256), (4096, 128256)), "bf16"))
     B.calibration("softmax_warp", "bf16", softmax_rows(((8192, 512),), "bf16"), "validation")
