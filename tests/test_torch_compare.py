@@ -82,19 +82,19 @@ def test_family_curve_keeps_the_l2_slope_up_to_its_capacity():
 
 
 def test_row_floor_fit_by_hand():
-    # few-row cases (at most 8 rows per SM) give a row length its least time, made
-    # non-decreasing; the 65536-row case is bandwidth-bound and is not a floor sample
+    # few-row cases (at most 8 rows per SM) give a row length its least time; the 65536-row
+    # case is bandwidth-bound and is not a floor sample
     def row(rb, rows, us):
         return replace(_row("rms_norm", rb * rows, us), row_bytes=rb, rows=rows)
     rows = [row(8192, 4, 3.97), row(8192, 64, 4.26), row(4096, 1, 2.60), row(2048, 64, 2.90),
             row(16384, 65536, 786.0)]
-    assert tc.fit_row_floors(rows, 132) == {"rms_norm": [(2.048, 2.9), (4.096, 2.9),
+    assert tc.fit_row_floors(rows, 132) == {"rms_norm": [(2.048, 2.9), (4.096, 2.6),
                                                           (8.192, 3.97)]}
 
 
 def test_the_spec_curves_are_its_calibrations_fit(hw):
     # the measured spec's kernel_families are exactly what its calibration's torch run fits to
-    cal = ROOT / "reports" / "calibration" / "h200-2026-12-04-2-torch.json"
+    cal = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r9.json"
     rows = tc.compare(tc.load(cal), hw)
     fitted = tc.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes)
     assert set(fitted) == set(FAMILIES)
@@ -104,8 +104,8 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
         assert [f for _, f in spec] == pytest.approx([f for _, f in pts])
     floors = tc.fit_row_floors(rows, hw.sm_count)
     assert set(floors) == set(ROW_FAMILIES) == set(hw.family_row_floors)
-    # rms_norm's rows of 4096 bf16 (8 KB): 4 rows took 3.97 µs, the least of its few-row cases
-    assert dict(hw.family_row_floors["rms_norm"])[8192] == pytest.approx(3.97e-6, rel=0.01)
+    # rms_norm's rows of 4096 bf16 (8 KB): 4 rows took 4.02 µs, the least of its few-row cases
+    assert dict(hw.family_row_floors["rms_norm"])[8192] == pytest.approx(4.02e-6, rel=0.01)
 
 
 def test_suite_coverage(rows, rows_r3):
@@ -121,11 +121,11 @@ def test_validation_errors_are_pinned(rows):
     # column reductions, SDPA with few query blocks; this run measured no synchronize cost.
     # Pinned, so that a change of the model shows here.
     s = tc.summary([r for r in rows if r.split == "validation"])
-    assert s["kernel_median"] == pytest.approx(0.050, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.290, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.158, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.116, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.209, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.049, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.239, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.135, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.103, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.208, abs=0.005)
     fam = tc.by_family([r for r in rows if r.split == "validation"])
     assert fam["elementwise_broadcast"]["kernel_median"] < 0.02
     assert fam["gemm"]["kernel_median"] < 0.08
@@ -237,7 +237,8 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     hw = to_core(HardwareFile.model_validate(out))
     # not in that run: the repeat_kv copy and the kernels by shape
     assert set(hw.family_curves) == set(FAMILIES) - {
-        "copy_broadcast", "softmax_warp", "softmax_long_row", "embedding_small_index"}
+        "copy_broadcast", "softmax_warp", "softmax_wide_row", "softmax_long_row",
+        "embedding_small_index"}
     assert hw.compiled_launch_s == pytest.approx(34.94e-6, abs=1e-8)
     assert hw.compiled_call_s == pytest.approx((50.788 - 34.94) * 1e-6, abs=1e-8)
     assert hw.graph_gap_s is None                  # that run did not measure the replay gap
@@ -256,9 +257,9 @@ def test_the_fresh_calibrations_validation_run_is_pinned(hw):
     assert tc.compiled_host_of(doc) is None
     s = tc.summary(tc.compare(doc, hw))
     assert s["cases"] == 100
-    assert s["kernel_median"] == pytest.approx(0.055, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.086, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.123, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.053, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.078, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.134, abs=0.005)
 
 
 def test_cli_validate_from_a_torch_run_and_its_errors(tmp_path):
@@ -304,12 +305,12 @@ def test_a_run_with_its_synchronize_cost_pins_eager_and_the_speedup(hw):
     doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-fresh2.json")
     assert doc["host"]["sync_us"] == pytest.approx(4.9)
     s = tc.summary(tc.compare(doc, hw))
-    assert s["eager_median"] == pytest.approx(0.113, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.155, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.106, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.120, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.153, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.103, abs=0.005)
     doc["host"].pop("sync_us")           # without it, as before the runs measured it
     s = tc.summary(tc.compare(doc, hw))
-    assert s["eager_median"] == pytest.approx(0.154, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.150, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.226, abs=0.005)
 
 
@@ -336,7 +337,7 @@ def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
 def test_a_users_module_measured_on_the_h200_is_pinned(hw):
     # `rooflab validate --gpu --backend torch py:examples/transformer_block.py:build --input
     # "x=[8,512,1024]:bf16"` on the lent H200: the hand-written block is over-predicted on
-    # the GPU (its kernels +25 %, the graph replay +23 %) and 3 kernels short (27 of 30)
+    # the GPU (its kernels +26 %, the graph replay +24 %) and 3 kernels short (27 of 30)
     from rooflab.validate import torch_suite
     case = torch_suite.program_case(f"py:{ROOT / 'examples' / 'transformer_block.py'}:build",
                                     ("x=[8,512,1024]:bf16",))
@@ -344,8 +345,8 @@ def test_a_users_module_measured_on_the_h200_is_pinned(hw):
     assert "no case of this run is a torch-suite case" in tc.report(doc, hw)
     (row,) = tc.compare(doc, hw, extra_cases=[case])
     assert (row.kernels_predicted, row.kernels_measured) == (27, 30)
-    assert row.kernel_error == pytest.approx(0.247, abs=0.005)
-    assert row.graph_error == pytest.approx(0.228, abs=0.005)
+    assert row.kernel_error == pytest.approx(0.262, abs=0.005)
+    assert row.graph_error == pytest.approx(0.242, abs=0.005)
 
 
 RUN_R7 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r7.json"
@@ -360,10 +361,10 @@ def test_the_shipped_specs_validation_on_another_lease_is_pinned(hw):
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 103
-    assert s["kernel_median"] == pytest.approx(0.057, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.287, abs=0.01)
-    assert s["graph_median"] == pytest.approx(0.094, abs=0.005)
-    assert s["eager_median"] == pytest.approx(0.138, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.054, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.233, abs=0.01)
+    assert s["graph_median"] == pytest.approx(0.091, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.140, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.167, abs=0.005)
     fam = tc.by_family(val)
     assert fam["sdpa"]["kernel_median"] == pytest.approx(0.078, abs=0.005)
@@ -387,10 +388,10 @@ def test_a_run_with_the_bare_module_call_charges_it(hw):
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 104
-    assert s["kernel_median"] == pytest.approx(0.052, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.289, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.121, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.100, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.050, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.229, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.120, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.092, abs=0.005)
     add = next(r for r in val if r.id == "add_64K_bf16")
     doc["host"].pop("module_call_us")
     without = next(r for r in tc.compare(doc, hw, only_split="validation")
@@ -428,3 +429,25 @@ def test_a_host_bound_copy_curve_is_named():
     assert host_bound_sizes(good["copy_curve_mb_tb_per_s"]) == []
     assert host_bound_sizes([(8.0, 4.0), (16.0, 4.0)]) == []          # 2 us then 4 us
     assert host_bound_sizes([(8.0, 1.0), (16.0, 1.6)]) == [8.0]       # 8 us then 10 us
+
+
+RUN_R9 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r9.json"
+
+
+def test_the_shipped_specs_own_torch_run_is_pinned(hw):
+    # reports/validation/torch/h200-2026-12-04-r9.json: both splits on one lease (a tiny op
+    # 7.6 us there); its calibration split gave the shipped spec's GPU-side torch figures, its
+    # validation split is checked here. On this lease eager, graph and the eager->graph
+    # speedup meet their 10 % targets; the per-kernel p90 (20 %) and compiled (10 %) do not
+    doc = tc.load(RUN_R9)
+    val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
+    s = tc.summary(val)
+    assert s["cases"] == 106
+    assert s["kernel_median"] == pytest.approx(0.053, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.264, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.093, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.087, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.071, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.273, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.193, abs=0.005)
+    assert s["compiled_graph_median"] == pytest.approx(0.141, abs=0.005)
