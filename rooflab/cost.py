@@ -46,7 +46,8 @@ from rooflab.graph import Graph
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
 from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, IMPLEMENTATIONS,
-                                     attention_backend, curve_bytes, eager_family)
+                                     attention_backend, curve_bytes, eager_family,
+                                     gathered_rows)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.schedule import Kernel, Schedule
@@ -387,6 +388,10 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         # a family whose time follows its elements reads its curve at their computed width
         sized = curve_bytes(family, moved, g.tensors[first.inputs[0]].dtype.bits / 8)
     memory_s = sized / hw.hbm_rate_for(sized, family) / waves if moved else 0.0
+    if family in hw.family_per_index_s:
+        # a row gather also pays per index it loads
+        memory_s = memory_s + hw.family_per_index_s[family] * gathered_rows(
+            first, [g.tensors[t] for t in first.inputs])
     if family in hw.family_row_floors:
         # however few its rows, a row kernel takes one row's serial time
         c = info.costs[kernel.ops[0]]

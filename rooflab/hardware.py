@@ -76,6 +76,8 @@ class Curve(_Strict):
     # [[row KB, µs], ...], KB increasing
     row_floor: list[tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)],
                           Annotated[float, Field(gt=0, allow_inf_nan=False)]]] | None = None
+    # a row gather's fixed cost per index, ns (kernel_families.PER_INDEX_FAMILIES)
+    per_index_ns: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     source: str
     note: str | None = None
 
@@ -317,6 +319,8 @@ class Hardware:
     family_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     # row-kernel family -> ((row bytes, seconds), ...): its shortest time per row length
     family_row_floors: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
+    # row-gather family -> seconds per index gathered, beyond its curve's bytes
+    family_per_index_s: dict[str, float] = field(default_factory=dict)
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -491,6 +495,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                        for fam, c in spec.kernel_families.items()},
         family_row_floors={fam: tuple((kb * 1e3, us * 1e-6) for kb, us in c.row_floor)
                            for fam, c in spec.kernel_families.items() if c.row_floor},
+        family_per_index_s={fam: c.per_index_ns * 1e-9 for fam, c in spec.kernel_families.items()
+                            if c.per_index_ns},
         dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9
                                if spec.dequant_gweights_per_s else None),
         sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value

@@ -74,6 +74,12 @@ SMALL_INDEX_MAX = 16
 ROW_FAMILIES = ("reduce_row", "softmax_warp", "softmax", "softmax_wide_row", "softmax_long_row",
                 "layer_norm", "rms_norm")
 
+# Row gathers (embedding, index_select) pay a fixed cost per index besides their bytes: 8192
+# rows of 512 B take 6.3 µs on the H200 where 512 rows of 8 KB, the same bytes, take 2.8. Their
+# spec curves carry it (`per_index_ns`); the curve then holds the rest of the time.
+PER_INDEX_FAMILIES = ("embedding",)
+_ROW_GATHERS = ("embedding", "index_select")
+
 # Families whose time follows the elements they touch, not their bytes: ATen's block softmax
 # computes in fp32 whatever the storage dtype (a 4096² softmax takes 55 µs in bf16 and 56 µs in
 # fp32). Their curves are read at, and fitted on, these bytes per element read or written.
@@ -149,6 +155,12 @@ def attention_backend(op: Op, ins: list[Tensor]) -> str | None:
     if ins[0].dtype.compute == "fp32":
         return "sdpa_fp32"
     return "sdpa_masked" if len(ins) > 3 else "sdpa_flash"
+
+
+def gathered_rows(op: Op, ins: list[Tensor]) -> int:
+    """The rows a row gather (embedding, index_select) reads: its index count; 0 for any other
+    op."""
+    return prod(ins[1].shape) if op.kind in _ROW_GATHERS else 0
 
 
 def curve_bytes(family: str, moved_bytes: float, element_bytes: float) -> float:

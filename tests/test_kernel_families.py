@@ -239,3 +239,18 @@ def test_skinny_n_gemm_is_tiled_as_its_transpose():
     assert gemm_launches(4096, 8, 4096) == 2
     assert gemm_launches(16384, 16, 8192) == 1         # its transpose's N is too wide to split
     assert gemm_tile(8, 4096, 1, 132) == (16, 32)      # the decode shape is unchanged
+
+
+def test_a_row_gather_pays_per_index_by_hand(write_yaml, h200):
+    # embedding of 8192 ids from a [32000, 128] fp32 table: 8192 x 512 B read and written
+    # (8.39 MB) at a flat 0.5 of peak (3.495 us), plus 0.45 ns per id (3.686 us)
+    hw = replace(h200, family_curves={"embedding": ((1e3, 0.5), (1e9, 0.5))},
+                 family_per_index_s={"embedding": 0.45e-9})
+    text = """
+name: emb
+tensors: {table: {shape: [32000, 128], dtype: fp32}, ids: {shape: [8192], dtype: int64}}
+ops: [{kind: embedding, name: op, inputs: [table, ids], outputs: [o]}]
+"""
+    k = api.predict_graph(api.load_workload(write_yaml(text)), hw, "unfused", "graph").kernels[0]
+    assert k.memory_s == pytest.approx(k.hbm_bytes / (PEAK * 0.5) + 8192 * 0.45e-9, rel=1e-9)
+    assert k.hbm_bytes == 2 * 8192 * 512 + 8192 * 8          # rows in and out, and the ids

@@ -116,13 +116,12 @@ def test_suite_coverage(rows, rows_r3):
 
 def test_validation_errors_are_pinned(rows):
     # Targets (issue 14): per kernel median 8 %, p90 20 %; whole call eager and graph 10 %.
-    # The curves come from another lease's calibration. Met: the per-kernel median. Not met:
-    # the block softmax turning from element- to byte-bound, embeddings by row width,
-    # column reductions, SDPA with few query blocks; this run measured no synchronize cost.
+    # The curves come from another lease's calibration. Met: the per-kernel median and p90.
+    # Not met: eager (this run measured no synchronize cost) and graph.
     # Pinned, so that a change of the model shows here.
     s = tc.summary([r for r in rows if r.split == "validation"])
     assert s["kernel_median"] == pytest.approx(0.049, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.239, abs=0.01)
+    assert s["kernel_p90"] == pytest.approx(0.187, abs=0.01)
     assert s["eager_median"] == pytest.approx(0.135, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.103, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.208, abs=0.005)
@@ -152,10 +151,10 @@ def test_the_gate_fails_without_the_copy_broadcast_curve(rows_r3, hw):
 
 def test_the_gate_fails_on_a_broken_model(doc, hw):
     # without the family curves every ATen kernel is priced at copy bandwidth (the model
-    # before the curves): the per-kernel median triples
-    broken = tc.compare(doc, replace(hw, family_curves={}, family_row_floors={}),
-                        only_split="validation")
-    assert tc.summary(broken)["kernel_median"] > 0.25
+    # before the curves): the per-kernel median grows fourfold
+    broken = tc.compare(doc, replace(hw, family_curves={}, family_row_floors={},
+                                     family_per_index_s={}), only_split="validation")
+    assert tc.summary(broken)["kernel_median"] > 0.2
 
 
 def test_a_case_on_the_meta_trace_matches_the_run_by_hand(rows):
@@ -362,8 +361,8 @@ def test_the_shipped_specs_validation_on_another_lease_is_pinned(hw):
     s = tc.summary(val)
     assert s["cases"] == 103
     assert s["kernel_median"] == pytest.approx(0.054, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.233, abs=0.01)
-    assert s["graph_median"] == pytest.approx(0.091, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.185, abs=0.01)
+    assert s["graph_median"] == pytest.approx(0.085, abs=0.005)
     assert s["eager_median"] == pytest.approx(0.140, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.167, abs=0.005)
     fam = tc.by_family(val)
@@ -389,7 +388,7 @@ def test_a_run_with_the_bare_module_call_charges_it(hw):
     s = tc.summary(val)
     assert s["cases"] == 104
     assert s["kernel_median"] == pytest.approx(0.050, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.229, abs=0.01)
+    assert s["kernel_p90"] == pytest.approx(0.188, abs=0.01)
     assert s["eager_median"] == pytest.approx(0.120, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.092, abs=0.005)
     add = next(r for r in val if r.id == "add_64K_bf16")
@@ -437,17 +436,34 @@ RUN_R9 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r9.json"
 def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     # reports/validation/torch/h200-2026-12-04-r9.json: both splits on one lease (a tiny op
     # 7.6 us there); its calibration split gave the shipped spec's GPU-side torch figures, its
-    # validation split is checked here. On this lease eager, graph and the eager->graph
-    # speedup meet their 10 % targets; the per-kernel p90 (20 %) and compiled (10 %) do not
+    # validation split is checked here. On this lease the per-kernel median and p90 (8 and
+    # 20 %), eager, graph and the eager->graph speedup (10 %) meet their targets; compiled
+    # (10 %) does not
     doc = tc.load(RUN_R9)
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 106
-    assert s["kernel_median"] == pytest.approx(0.053, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.264, abs=0.01)
+    assert s["kernel_median"] == pytest.approx(0.050, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.199, abs=0.01)
     assert s["eager_median"] == pytest.approx(0.093, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.087, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.071, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.273, abs=0.005)
     assert s["compiled_speedup_median"] == pytest.approx(0.193, abs=0.005)
     assert s["compiled_graph_median"] == pytest.approx(0.141, abs=0.005)
+
+
+def test_per_index_fit_by_hand():
+    # the same 33.6 MB moved as 32768 rows of 512 B (21.1 us) and as 2048 rows of 8 KB
+    # (7.4 us): 13.7 us more for 30720 more ids, 0.446 ns each; a lone size fits nothing
+    def gather(moved, ids, us):
+        return replace(_row("embedding", moved, us), indices=ids)
+    rows = [gather(33_816_576, 32768, 21.1), gather(33_570_816, 2048, 7.4),
+            gather(1_073_741_824, 65536, 285.0)]
+    assert tc.fit_per_index(rows, "embedding") == pytest.approx(13.7e-6 / 30720, rel=1e-6)
+    assert tc.fit_per_index(rows[2:], "embedding") == 0.0
+    # the curve then holds the time less that cost: both sizes at (21.1 - 14.61) and (7.4 -
+    # 0.913) us, one measurement of 6.49 us at 33.7 MB
+    curve = dict(tc.fit_family_curves(rows, 4.8e12, ["embedding"],
+                                      per_index_s={"embedding": 13.7e-6 / 30720})["embedding"])
+    assert curve[33.69] == pytest.approx(33.69e6 / 6.4875e-6 / 4.8e12, rel=2e-3)

@@ -69,6 +69,7 @@ class CaseComparison:
     backend: str = ""             # the SDPA backend of its attention op, if it has one
     row_bytes: float = 0.0        # a row kernel's row, in its storage dtype (0: not one)
     rows: int = 0                 # and its rows
+    indices: int = 0              # a row gather's index count (0: not one)
 
     @staticmethod
     def _error(pred: float, meas: float | None) -> float | None:
@@ -217,7 +218,8 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     from rooflab.trace import trace_module
     from rooflab.validate import torch_suite
     from rooflab.ops import Role
-    from rooflab.kernel_families import ROW_FAMILIES, attention_backend, curve_bytes
+    from rooflab.kernel_families import (PER_INDEX_FAMILIES, ROW_FAMILIES, attention_backend,
+                                         curve_bytes, gathered_rows)
     cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
     compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
@@ -260,6 +262,8 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
             row_bytes=(case.inputs[0].shape[-1] * case.inputs[0].nbytes
                        / prod(case.inputs[0].shape)) if case.family in ROW_FAMILIES else 0.0,
             rows=prod(case.inputs[0].shape[:-1]) if case.family in ROW_FAMILIES else 0,
+            indices=sum(gathered_rows(op, [graph.tensors[t] for t in op.inputs])
+                        for op in graph.ops) if case.family in PER_INDEX_FAMILIES else 0,
             kernels_measured=len(kernels), kernels_predicted=eager.totals.kernels,
             moved_bytes=moved,
             kernel_us=sum(k["us"] for k in kernels) or None,
@@ -303,7 +307,8 @@ def _fit_reduce_overhead_call(rows: list[CaseComparison], parts: dict) -> float 
 
 
 def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
-                      families, l2_bytes: float | None = None
+                      families, l2_bytes: float | None = None,
+                      per_index_s: dict[str, float] | None = None
                       ) -> dict[str, list[tuple[float, float]]]:
     """Per family, [[MB, fraction of HBM peak], ...] with MB increasing, from the single-kernel
     calibration cases' measured kernel times (the median where two cases move the same bytes).
@@ -317,14 +322,17 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
     With `l2_bytes` (the L2 capacity): the suite repeats each call, so a kernel whose bytes fit
     in L2 finds them there. Up to the capacity, time follows the slope of the two largest
     measurements that fit (L2's rate), then rises to the first measurement beyond it (HBM's);
-    a straight line across the capacity would price sizes just below it at half HBM's rate."""
+    a straight line across the capacity would price sizes just below it at half HBM's rate.
+
+    `per_index_s` (family -> seconds per index, fit_per_index): a row gather's time less that
+    cost per index is what its curve holds."""
     curves: dict[str, list[tuple[float, float]]] = {}
     for fam in families:
         by_bytes: dict[int, list[float]] = {}
         for r in rows:
             if r.family == fam and r.split == "calibration" and r.kernel_us and r.moved_bytes:
                 by_bytes.setdefault(round(r.curve_bytes or r.moved_bytes), []).append(
-                    r.kernel_us * 1e-6)
+                    r.kernel_us * 1e-6 - (per_index_s or {}).get(fam, 0.0) * r.indices)
         # sizes within 1 % of each other are one measurement (they would round to one point)
         groups: list[list[int]] = []
         for b in sorted(by_bytes):
@@ -347,6 +355,29 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
                           MAX_CURVE_FRACTION)
         curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in zip(grid, frac)]
     return curves
+
+
+def fit_per_index(rows: list[CaseComparison], family: str) -> float:
+    """Seconds a row gather of `family` pays per index, from its calibration cases that move
+    the same bytes (within 1 %) in different rows (narrow rows of a small table, wide rows of a
+    large one): the least-squares slope of time against index count within such groups; 0
+    without one."""
+    cases = sorted((r.moved_bytes, r.indices, r.kernel_us * 1e-6) for r in rows
+                   if r.family == family and r.split == "calibration" and r.kernel_us
+                   and r.indices)
+    groups: list[list[tuple]] = []
+    for c in cases:
+        if groups and c[0] <= groups[-1][0][0] * 1.01:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    num = den = 0.0
+    for grp in groups:
+        n_mean = statistics.fmean(c[1] for c in grp)
+        t_mean = statistics.fmean(c[2] for c in grp)
+        num += sum((c[1] - n_mean) * (c[2] - t_mean) for c in grp)
+        den += sum((c[1] - n_mean) ** 2 for c in grp)
+    return max(0.0, num / den) if den else 0.0
 
 
 def fit_row_floors(rows: list[CaseComparison], sm_count: int
@@ -422,13 +453,15 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
     figures (fit_compiled_host, from the first run that has compiled cases) and the replay gap
     (graph_gap_us, from the first run that measured it). Each figure cites `source`."""
-    from rooflab.kernel_families import CURVE_ELEMENT_BYTES, FAMILIES
+    from rooflab.kernel_families import CURVE_ELEMENT_BYTES, FAMILIES, PER_INDEX_FAMILIES
     rows = [r for doc in runs for r in compare(doc, hw)]
-    curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes)
+    per_index = {fam: fit_per_index(rows, fam) for fam in PER_INDEX_FAMILIES}
+    curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
     floors = fit_row_floors(rows, hw.sm_count)
     out: dict = {"kernel_families": {
         fam: {"points": [[mb, f] for mb, f in pts],
               **({"row_floor": [[kb, us] for kb, us in floors[fam]]} if fam in floors else {}),
+              **({"per_index_ns": _sig(per_index[fam] * 1e9)} if per_index.get(fam) else {}),
               "source": source,
               "note": CURVE_NOTE_ELEMENTS if fam in CURVE_ELEMENT_BYTES else CURVE_NOTE}
         for fam, pts in curves.items()}, "launch": {}, "attention_by_backend": {}}
