@@ -96,7 +96,9 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
     # the measured spec's kernel_families are exactly what its calibration's torch run fits to
     cal = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r9.json"
     rows = tc.compare(tc.load(cal), hw)
-    fitted = tc.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes)
+    per_index = {"embedding": tc.fit_per_index(rows, "embedding")}
+    assert hw.family_per_index_s["embedding"] == pytest.approx(per_index["embedding"], rel=1e-3)
+    fitted = tc.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
     assert set(fitted) == set(FAMILIES)
     for fam, pts in fitted.items():
         spec = hw.family_curves[fam]
@@ -177,12 +179,13 @@ def test_not_a_run_is_one_line(tmp_path):
 
 def test_compiled_host_fit_pinned(doc):
     # 8 host-bound compiled calibration cases, least squares on Inductor's real kernel counts:
-    # compiled_us = (50.788 - L) + triton x L + extern x E
+    # compiled_us = (45.295 - L) + triton x L + extern x E, where 45.295 us is the median of
+    # the four one-Triton-kernel cases (43.76, 44.583, 46.007, 54.963 us)
     fit = tc.fit_compiled_host(doc)
     assert fit["cases"] == 8
-    assert fit["compiled_launch_us"] == pytest.approx(34.94, abs=0.01)
-    assert fit["compiled_extern_us"] == pytest.approx(22.61, abs=0.01)
-    assert fit["compiled_call_us"] == pytest.approx(50.788 - 34.94, abs=0.01)
+    assert fit["compiled_launch_us"] == pytest.approx(34.61, abs=0.01)
+    assert fit["compiled_extern_us"] == pytest.approx(23.65, abs=0.01)
+    assert fit["compiled_call_us"] == pytest.approx(45.295 - 34.614, abs=0.01)
 
 
 def test_inductor_kernel_counts_by_name():
@@ -196,13 +199,14 @@ def test_inductor_kernel_counts_by_name():
 
 def test_compiled_validation_errors_are_pinned(rows):
     # Targets (issue 14): compiled whole-call median 10 %, eager->compiled speedup median 10 %.
-    # Not met (14.5 %, 13.2 %): the compiled host cost per call varies 42-72 us for one Triton
-    # kernel; the decoder layers run 7 Triton kernels where Inductor runs 5 (it fuses the q and
-    # k rotary kernels horizontally and drops the copy after SDPA).
+    # Not met (12.8 %, 23.5 %): the compiled host cost per call varies 44-55 us for one Triton
+    # kernel within this run; the eager calls it is compared with are host-noisy; the decoder
+    # layers run 7 Triton kernels where Inductor runs 5 (it fuses the q and k rotary kernels
+    # horizontally and drops the copy after SDPA).
     val = [r for r in rows if r.split == "validation"]
     s = tc.summary(val)
-    assert s["compiled_median"] == pytest.approx(0.145, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.226, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.128, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.235, abs=0.005)
     compiled = [r for r in rows if r.compiled_us]
     assert len(compiled) == 40
     wrong = sorted(r.id for r in compiled if r.inductor_kernels != r.inductor_kernels_predicted)
@@ -238,8 +242,8 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     assert set(hw.family_curves) == set(FAMILIES) - {
         "copy_broadcast", "softmax_warp", "softmax_wide_row", "softmax_long_row",
         "embedding_small_index"}
-    assert hw.compiled_launch_s == pytest.approx(34.94e-6, abs=1e-8)
-    assert hw.compiled_call_s == pytest.approx((50.788 - 34.94) * 1e-6, abs=1e-8)
+    assert hw.compiled_launch_s == pytest.approx(34.61e-6, abs=1e-8)
+    assert hw.compiled_call_s == pytest.approx((45.295 - 34.61) * 1e-6, abs=2e-8)
     assert hw.graph_gap_s is None                  # that run did not measure the replay gap
     assert "cal-torch.json" in out["sources"]["CAL-TORCH"]
     assert out["kernel_families"]["softmax"]["source"] == "CAL-TORCH"
@@ -250,15 +254,19 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
 
 def test_the_fresh_calibrations_validation_run_is_pinned(hw):
     # `rooflab validate --gpu --backend torch --split validation` on the lease after the
-    # calibration: a validation-only run cannot fit torch.compile's host figures, so the
-    # spec's are used
+    # calibration: a validation-only run cannot fit torch.compile's host figures, and another
+    # machine's differ, so its compiled calls are not compared; Inductor's kernel counts are
     doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-fresh.json")
     assert tc.compiled_host_of(doc) is None
-    s = tc.summary(tc.compare(doc, hw))
+    rows = tc.compare(doc, hw)
+    s = tc.summary(rows)
     assert s["cases"] == 100
-    assert s["kernel_median"] == pytest.approx(0.053, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.052, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.078, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.134, abs=0.005)
+    compiled = [r for r in rows if r.compiled_us]
+    assert len(compiled) == 25 and all(r.compiled_us_predicted is None for r in compiled)
+    assert s["inductor_count_match"] == pytest.approx(0.92)
+    assert "calls are not compared" in tc.report(doc, hw)
 
 
 def test_cli_validate_from_a_torch_run_and_its_errors(tmp_path):
@@ -448,8 +456,8 @@ def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     assert s["eager_median"] == pytest.approx(0.093, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.087, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.071, abs=0.005)
-    assert s["compiled_median"] == pytest.approx(0.273, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.193, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.121, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.122, abs=0.005)
     assert s["compiled_graph_median"] == pytest.approx(0.141, abs=0.005)
 
 
