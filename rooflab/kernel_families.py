@@ -29,7 +29,7 @@ from rooflab.ops import KINDS, Role
 IMPLEMENTATIONS = ("rooflab", "aten")
 
 FAMILIES: dict[str, str] = {
-    "elementwise": "pointwise op on same-shaped contiguous tensors (add, mul, silu, copy)",
+    "elementwise": "pointwise op on same-shaped contiguous tensors (add, mul, copy)",
     "elementwise_transcendental": "a one-input pointwise op computing a transcendental per "
                                   "element (silu, gelu, exp, sigmoid, tanh, rsqrt): its fp32 "
                                   "math, not its bytes, bounds it at L2-resident sizes",
@@ -114,7 +114,7 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
     roots = roots or ins
     if op.kind == "softmax":
         return softmax_family(ins[0].shape[op.attrs.get("axis", -1)])
-    if op.kind in ("embedding", "index_select") and prod(ins[1].shape) <= SMALL_INDEX_MAX:
+    if op.kind in _ROW_GATHERS and prod(ins[1].shape) <= SMALL_INDEX_MAX:
         return "embedding_small_index"
     if op.kind in _BY_KIND:
         return _BY_KIND[op.kind]
