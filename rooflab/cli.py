@@ -402,17 +402,6 @@ def _write_validation_html(path: str, vf, force: bool) -> None:
     typer.echo(printable(f"wrote {path}"))
 
 
-def _unused(path):
-    """`path`, or the first of path-2, path-3, ... that no file has (an earlier calibration of
-    the same day is kept, with its -torch.json beside it)."""
-    n = 1
-    candidate = path
-    while candidate.exists() or candidate.with_name(candidate.stem + "-torch.json").exists():
-        n += 1
-        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
-    return candidate
-
-
 @app.command()
 @_errors
 def calibrate(
@@ -452,8 +441,9 @@ def calibrate(
     from rooflab.validate import gpu as vgpu
     vgpu.require("calibrate")
     from rooflab.validate import calibrate as cal
+    from rooflab.validate.calspec import unused_raw_path
     prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
-    raw = _unused(Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json")
+    raw = unused_raw_path(Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json")
     cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True),
                   torch_suite=torch_suite)
     typer.echo(printable(f"wrote {out} and {raw}"))

@@ -475,3 +475,13 @@ def test_per_index_fit_by_hand():
     curve = dict(tc.fit_family_curves(rows, 4.8e12, ["embedding"],
                                       per_index_s={"embedding": 13.7e-6 / 30720})["embedding"])
     assert curve[33.69] == pytest.approx(33.69e6 / 6.4875e-6 / 4.8e12, rel=2e-3)
+
+
+def test_a_second_calibration_of_the_day_keeps_the_first(tmp_path):
+    from rooflab.validate.calspec import unused_raw_path
+    raw = tmp_path / "h200-2026-12-04.json"
+    assert unused_raw_path(raw) == raw
+    raw.write_text("{}")
+    assert unused_raw_path(raw) == tmp_path / "h200-2026-12-04-2.json"
+    (tmp_path / "h200-2026-12-04-2-torch.json").write_text("{}")     # its torch run alone
+    assert unused_raw_path(raw) == tmp_path / "h200-2026-12-04-3.json"

@@ -85,6 +85,17 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
     return spec
 
 
+def unused_raw_path(path: Path) -> Path:
+    """`path`, or the first of <stem>-2, <stem>-3, ... where neither the raw figures nor their
+    torch run (torch_run_path) exist: a second calibration of the same day keeps the first."""
+    n = 1
+    candidate = path
+    while candidate.exists() or torch_run_path(candidate).exists():
+        n += 1
+        candidate = path.with_name(f"{path.stem}-{n}{path.suffix}")
+    return candidate
+
+
 def torch_run_path(raw_path: str | Path) -> Path:
     """Where a calibration's torch-suite run lies: beside its raw figures, <raw>-torch.json."""
     raw_path = Path(raw_path)
