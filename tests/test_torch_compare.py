@@ -15,6 +15,7 @@ from rooflab import api  # noqa: E402
 from rooflab.errors import RooflabError  # noqa: E402
 from rooflab.kernel_families import FAMILIES, ROW_FAMILIES  # noqa: E402
 from rooflab.validate import torch_compare as tc  # noqa: E402
+from rooflab.validate import torch_fit as tf  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04.json"
@@ -56,14 +57,14 @@ def test_family_curve_by_hand():
     # in bytes (constant below 1 MB) and written a quarter-decade apart from 1 kB
     rows = [_row("softmax", 10**6, 10.0), _row("softmax", 10**7, 20.0),
             _row("softmax", 10**7, 99.0, split="validation")]        # validation: not fitted
-    curve = dict(tc.fit_family_curves(rows, 4.8e12, ["softmax", "cat"])["softmax"])
+    curve = dict(tf.fit_family_curves(rows, 4.8e12, ["softmax", "cat"])["softmax"])
     assert curve[0.001] == pytest.approx(1e3 / 10e-6 / 4.8e12, rel=1e-3)     # 2.083e-5
     assert curve[1.0] == pytest.approx(0.02083)                             # 1e6 / 10 us / peak
     assert curve[10.0] == pytest.approx(0.1042)                             # 1e7 / 20 us / peak
     # 10^6.5 bytes: 10 + (3.162e6 - 1e6) / 9e6 * 10 = 12.4025 us -> 0.05312
     assert curve[3.162] == pytest.approx(0.05312)
     assert len(curve) == 17         # 10^3 .. 10^6.75 by quarter decades, and 10 MB
-    assert "cat" not in tc.fit_family_curves(rows, 4.8e12, ["cat"])
+    assert "cat" not in tf.fit_family_curves(rows, 4.8e12, ["cat"])
 
 
 def test_family_curve_keeps_the_l2_slope_up_to_its_capacity():
@@ -72,12 +73,12 @@ def test_family_curve_keeps_the_l2_slope_up_to_its_capacity():
     # (2.50 - 1.82) / 6.29 = 0.1081 us per MB: 2.50 + 37.42 x 0.1081 = 6.545 us at 50 MB
     rows = [_row("elementwise", b, t) for b, t in ((6_290_000, 1.82), (12_580_000, 2.50),
                                                   (50_330_000, 11.90))]
-    curve = dict(tc.fit_family_curves(rows, 4.8e12, ["elementwise"], l2_bytes=50e6)["elementwise"])
+    curve = dict(tf.fit_family_curves(rows, 4.8e12, ["elementwise"], l2_bytes=50e6)["elementwise"])
     assert curve[50.0] == pytest.approx(50e6 / 6.545e-6 / 4.8e12, rel=1e-3)          # 1.592
     # 31.62 MB (10^7.5, a grid point) on the L2 slope: 2.50 + 19.04 x 0.1081 = 4.558 us
     assert curve[31.62] == pytest.approx(31.62e6 / 4.558e-6 / 4.8e12, rel=2e-3)      # 1.445
     # without the capacity, a straight line from 12.58 to 50.33 MB: 7.241 us at 31.62 MB
-    plain = dict(tc.fit_family_curves(rows, 4.8e12, ["elementwise"])["elementwise"])
+    plain = dict(tf.fit_family_curves(rows, 4.8e12, ["elementwise"])["elementwise"])
     assert plain[31.62] == pytest.approx(31.62e6 / 7.241e-6 / 4.8e12, rel=2e-3)     # 0.910
 
 
@@ -88,7 +89,7 @@ def test_row_floor_fit_by_hand():
         return replace(_row("rms_norm", rb * rows, us), row_bytes=rb, rows=rows)
     rows = [row(8192, 4, 3.97), row(8192, 64, 4.26), row(4096, 1, 2.60), row(2048, 64, 2.90),
             row(16384, 65536, 786.0)]
-    assert tc.fit_row_floors(rows, 132) == {"rms_norm": [(2.048, 2.9), (4.096, 2.6),
+    assert tf.fit_row_floors(rows, 132) == {"rms_norm": [(2.048, 2.9), (4.096, 2.6),
                                                           (8.192, 3.97)]}
 
 
@@ -96,15 +97,15 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
     # the measured spec's kernel_families are exactly what its calibration's torch run fits to
     cal = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r9.json"
     rows = tc.compare(tc.load(cal), hw)
-    per_index = {"embedding": tc.fit_per_index(rows, "embedding")}
+    per_index = {"embedding": tf.fit_per_index(rows, "embedding")}
     assert hw.family_per_index_s["embedding"] == pytest.approx(per_index["embedding"], rel=1e-3)
-    fitted = tc.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
+    fitted = tf.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
     assert set(fitted) == set(FAMILIES)
     for fam, pts in fitted.items():
         spec = hw.family_curves[fam]
         assert [b for b, _ in spec] == pytest.approx([mb * 1e6 for mb, _ in pts])
         assert [f for _, f in spec] == pytest.approx([f for _, f in pts])
-    floors = tc.fit_row_floors(rows, hw.sm_count)
+    floors = tf.fit_row_floors(rows, hw.sm_count)
     assert set(floors) == set(ROW_FAMILIES) == set(hw.family_row_floors)
     # rms_norm's rows of 4096 bf16 (8 KB): 4 rows took 4.02 µs, the least of its few-row cases
     assert dict(hw.family_row_floors["rms_norm"])[8192] == pytest.approx(4.02e-6, rel=0.01)
@@ -236,7 +237,7 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     base = HardwareFile.model_validate(load_yaml(ROOT / "hardware_specs/h200.yaml", "spec").data)
     raw = json.loads((ROOT / "reports/calibration/h200-2026-12-03.json").read_text())
     spec = write_spec(base, raw["measured"], raw["provenance"], "cal.json")
-    out = tc.add_to_spec(spec, doc, "cal-torch.json")
+    out = tf.add_to_spec(spec, doc, "cal-torch.json")
     hw = to_core(HardwareFile.model_validate(out))
     # not in that run: the repeat_kv copy and the kernels by shape
     assert set(hw.family_curves) == set(FAMILIES) - {
@@ -468,11 +469,11 @@ def test_per_index_fit_by_hand():
         return replace(_row("embedding", moved, us), indices=ids)
     rows = [gather(33_816_576, 32768, 21.1), gather(33_570_816, 2048, 7.4),
             gather(1_073_741_824, 65536, 285.0)]
-    assert tc.fit_per_index(rows, "embedding") == pytest.approx(13.7e-6 / 30720, rel=1e-6)
-    assert tc.fit_per_index(rows[2:], "embedding") == 0.0
+    assert tf.fit_per_index(rows, "embedding") == pytest.approx(13.7e-6 / 30720, rel=1e-6)
+    assert tf.fit_per_index(rows[2:], "embedding") == 0.0
     # the curve then holds the time less that cost: both sizes at (21.1 - 14.61) and (7.4 -
     # 0.913) us, one measurement of 6.49 us at 33.7 MB
-    curve = dict(tc.fit_family_curves(rows, 4.8e12, ["embedding"],
+    curve = dict(tf.fit_family_curves(rows, 4.8e12, ["embedding"],
                                       per_index_s={"embedding": 13.7e-6 / 30720})["embedding"])
     assert curve[33.69] == pytest.approx(33.69e6 / 6.4875e-6 / 4.8e12, rel=2e-3)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rooflab import api
 from rooflab.validate import torch_compare as tc
+from rooflab.validate import torch_fit as tf
 
 def spec_block(curves: dict) -> str:
     """The YAML `kernel_families:` block of `curves` (spec_figures' kernel_families)."""
@@ -58,7 +59,7 @@ def main() -> None:
         text = spec.read_text()
         if "kernel_families:" in text:
             text = text[:text.index("kernel_families:")]
-        curves = tc.spec_figures([tc.load(run) for run in a.runs], hw,
+        curves = tf.spec_figures([tc.load(run) for run in a.runs], hw,
                                  "TORCH-RUN")["kernel_families"]
         spec.write_text(text.rstrip("\n") + "\n" + spec_block(curves))
         print(f"wrote {len(curves)} family curves into {spec}")

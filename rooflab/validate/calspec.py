@@ -107,19 +107,19 @@ def spec_from_raw(base: HardwareFile, raw_path: str | Path,
     """The calibrated spec `rooflab calibrate --gpu` wrote from a calibration's raw figures,
     as the current code writes it: write_spec, plus the torch-suite run beside them where there
     is one (its family curves, SDPA backends and launch figures:
-    rooflab.validate.torch_compare.add_to_spec; that part needs torch). `torch_run`: another
+    rooflab.validate.torch_fit.add_to_spec; that part needs torch). `torch_run`: another
     torch-suite run whose GPU-side figures (family curves, SDPA backends, citing
     CAL-TORCH-KERNELS) replace those; the launch figures stay the raw lease's own, because
     host costs differ from one machine to the next."""
-    from rooflab.validate import torch_compare
+    from rooflab.validate import torch_fit
     raw = json.loads(Path(raw_path).read_text())
     spec = write_spec(base, raw["measured"], raw["provenance"], str(raw_path))
     beside = torch_run_path(raw_path)
     if beside.is_file():
-        spec = torch_compare.add_to_spec(spec, json.loads(beside.read_text()), str(beside))
+        spec = torch_fit.add_to_spec(spec, json.loads(beside.read_text()), str(beside))
     if torch_run:
         # another lease's GPU-side figures; host figures stay with the raw's own lease
-        spec = torch_compare.add_to_spec(spec, json.loads(Path(torch_run).read_text()),
+        spec = torch_fit.add_to_spec(spec, json.loads(Path(torch_run).read_text()),
                                          str(torch_run), "CAL-TORCH-KERNELS", host=False)
     return spec
 

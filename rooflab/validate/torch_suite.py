@@ -401,18 +401,13 @@ def _cases() -> list[Case]:
     B.calibration("embedding_small_index", "llama3", [llama_embedding(t) for t in (3, 4, 8)])
     B.calibration("embedding_small_index", "llama3", [llama_embedding(2)], "validation")
     B.calibration("embedding", "llama3", [llama_embedding(t) for t in (512, 2048)])
-    B.variant("embedding", "small_table", [
-        (f"embedding_{t}x128_v32000_fp32",
-         _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
-         [Input("table", (32000, 128), "fp32"), Input("ids", (t,), "int64", "index",
-                                                       high=32000)])
-        for t in (64, 8192)])
-    B.calibration("embedding", "small_table", [
-        (f"embedding_{t}x128_v32000_fp32",
-         _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
-         [Input("table", (32000, 128), "fp32"), Input("ids", (t,), "int64", "index",
-                                                       high=32000)])
-        for t in (1024, 32768)])
+    def small_embedding(t: int):
+        return (f"embedding_{t}x128_v32000_fp32",
+                _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
+                [Input("table", (32000, 128), "fp32"), Input("ids", (t,), "int64", "index",
+                                                              high=32000)])
+    B.variant("embedding", "small_table", [small_embedding(t) for t in (64, 8192)])
+    B.calibration("embedding", "small_table", [small_embedding(t) for t in (1024, 32768)])
 
     # index_copy: KV-cache writes of T new positions into a [B, S, H, D] cache along dim 1
     def kv_write(cache, pos, new):
