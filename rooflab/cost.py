@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from rooflab.collectives import collective_time
+from rooflab.gemm_tiles import gemm_tile, wave_efficiency
 from rooflab.graph import Graph
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
@@ -187,48 +188,6 @@ class _Graphinfo:
     def bytes_of(self, t: str) -> tuple[str, tuple]:
         """(root, region): which bytes tensor `t` names (a slice names part of its root)."""
         return self.region.get(t, (t, ()))
-
-
-def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
-    """The output tile (BM, BN) a tuned Hopper-class GEMM picks for this shape. Skinny
-    (decode-sized) GEMMs narrow BN until the tiles fill the SMs, as GEMV kernels do; large ones
-    take 128x256 when N is wider than 128 and that still fills every SM, else 128x128.
-    A skinny-N GEMM (N <= 64 < M: a MoE router, a LoRA down-projection) is tiled as its
-    transpose, Cᵀ = Bᵀ·Aᵀ, as a column-major library runs it: narrow in M instead.
-    NB: libraries choose among more shapes (and split-K); this is the common case."""
-    # Written as selections rather than branches, so that a sweep prices every point's own tile
-    # (rooflab.grid): `vwhere(c, a, b)` is `a if c else b`, per point.
-    transposed = (n <= 64) & (m > n)
-    bm, bn = _tile(vwhere(transposed, n, m), vwhere(transposed, m, n), batch, sm_count)
-    return vwhere(transposed, bn, bm), vwhere(transposed, bm, bn)
-
-
-def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
-    """gemm_tile's (BM, BN) for a GEMM that is not skinny in N."""
-    bm_small = vwhere(m <= 16, 16, 64)
-    widths = [vwhere(m <= 16, w16, w64) for w16, w64 in ((64, 128), (32, 64), (16, 32))]
-    fills = [_waves_filled(m, n, batch, bm_small, bn, sm_count) for bn in widths]
-    best = vmax(vmax(fills[0], fills[1]), fills[2])
-    # the widest tile within 15% of the best fill: every narrower tile re-reads the whole
-    # activation panel once more, which costs more than a partly filled last wave. The 15%
-    # is relative: a grid that fills 3% of the SMs is not "within 15%" of one that fills 12%
-    bn_small = vwhere(fills[0] >= 0.85 * best, widths[0],
-                      vwhere(fills[1] >= 0.85 * best, widths[1], widths[2]))
-    # 128x256 only where N fills it: a 256-wide tile over N <= 128 would compute masked columns
-    wide = (n > 128) & (-(-m // 128) * -(-n // 256) * batch >= sm_count)
-    return vwhere(m <= 64, bm_small, 128), vwhere(m <= 64, bn_small, vwhere(wide, 256, 128))
-
-
-def _waves_filled(m: int, n: int, batch: int, bm: int, bn: int, sm_count: int) -> float:
-    tiles = -(-m // bm) * -(-n // bn) * batch
-    return tiles / (-(-tiles // sm_count) * sm_count)
-
-
-def wave_efficiency(m: int, n: int, batch: int, sm_count: int) -> float:
-    """Fraction of the SMs' time a GEMM's tiles keep busy: tiles / (waves x SMs). A grid of 64
-    tiles on 132 SMs leaves half of them idle for its one wave (wave quantization)."""
-    bm, bn = gemm_tile(m, n, batch, sm_count)
-    return _waves_filled(m, n, batch, bm, bn, sm_count)
 
 
 def _attrs_key(attrs: dict) -> tuple:

@@ -232,7 +232,7 @@ def test_sdpa_backend_efficiency_by_hand(write_yaml, h200):
 def test_skinny_n_gemm_is_tiled_as_its_transpose():
     # [4096, 4096] @ [4096, 8] (a router): tiled as its transpose, 8 x 4096 -> 16x32 tiles, so
     # 32x16 over (M, N): 128 tiles on 132 SMs; cuBLAS splits its K (2 kernels)
-    from rooflab.cost import gemm_tile, wave_efficiency
+    from rooflab.gemm_tiles import gemm_tile, wave_efficiency
     from rooflab.trace.aten_map import gemm_launches
     assert gemm_tile(4096, 8, 1, 132) == (32, 16)
     assert wave_efficiency(4096, 8, 1, 132) == pytest.approx(128 / 132)

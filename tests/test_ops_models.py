@@ -37,7 +37,7 @@ def test_grouped_matmul_reads_the_experts_that_get_rows(unfused, t, extra, exper
 
 
 def test_grouped_matmul_tiles_are_per_expert(h200):
-    from rooflab.cost import wave_efficiency
+    from rooflab.gemm_tiles import wave_efficiency
     from rooflab.ops import KINDS
     g = workload.load_dict({"name": "t", "tensors": {
         "x": {"shape": [16, 4096], "dtype": "bf16"},

@@ -400,7 +400,7 @@ def gemm_launches(m: int, n: int, k: int) -> int:
     lm_head), at 16 < m <= 64 only when K is at least 3.5x n (k/v and down projections)."""
     # selections, not branches, so that a sweep's grid of sizes (rooflab.grid) takes each
     # point's count: vwhere(c, a, b) is `a if c else b`
-    # a skinny-N GEMM runs as its transpose (cost.gemm_tile): the rule applies to it swapped
+    # a skinny-N GEMM runs as its transpose (gemm_tiles.gemm_tile): the rule applies to it swapped
     transposed = (n <= 64) & (m > n)
     m, n = vwhere(transposed, n, m), vwhere(transposed, m, n)
     split = vwhere(m <= 16, n <= 4096, 2 * k >= 7 * n)

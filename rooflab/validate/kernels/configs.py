@@ -8,7 +8,7 @@ There is no autotuning: compiling alternatives on the GPU would cost device time
 
 from __future__ import annotations
 
-from rooflab.cost import gemm_tile
+from rooflab.gemm_tiles import gemm_tile
 
 # SMs of the GPU a persistent kernel is compiled for ahead of time, without a GPU (the H200's);
 # a run on a GPU uses that GPU's SM count.
@@ -40,7 +40,7 @@ def row_config(c: int, in_bytes_per_col: int = 2) -> dict:
 
 
 def gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = SM_COUNT_DEFAULT) -> dict:
-    """Launch config of a generated GEMM, on the tile the cost model assumes (cost.gemm_tile)."""
+    """Launch config of a generated GEMM, on the tile the cost model assumes (gemm_tiles.gemm_tile)."""
     bm, bn = gemm_tile(m, n, batch, sm_count)
     if bm <= 64:
         # skinny GEMMs stream weights: deep K tiles keep enough bytes in flight per SM
