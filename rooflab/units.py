@@ -35,6 +35,8 @@ def format_rate(n: float, unit: str = "FLOP/s") -> str:
 def format_time(s: float) -> str:
     if s == 0:
         return "0"
+    if s < 0:                   # a fusion that costs time: "-2.76 µs", not "-2.76e+03 ns"
+        return "-" + format_time(-s)
     if s >= 1:
         return f"{s:.3g} s"
     if s >= 1e-3:
