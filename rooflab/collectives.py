@@ -18,6 +18,14 @@ so that a path's busbw is what nccl-tests reports for it at large sizes. Steps: 
 ceil(log2 n) for the others; a switch (NVLS: the reduction done in the NVLink switch) one; a
 send/recv is one step on every path. A path may be limited to a range of GPU counts (NVLS is
 used from 5 GPUs on H100/H200, so those specs list it with `min_gpus: 5`).
+
+Which paths compete for one collective on n GPUs:
+- a path fitted to a measured sweep of that kind on exactly n GPUs (`measured_gpus`) is the
+  measurement itself, so where one exists only the measured paths price it;
+- a path that `yields_to_switch` is left out wherever a switch path runs the collective: NCCL's
+  tuner runs all_reduce on NVLS from 5 GPUs, and the published curve there is NVLS's, so the
+  Ring/Simple figures are offered only below that count, or where multicast is off and the
+  switch paths are gone (`without_switch`).
 """
 
 from __future__ import annotations
@@ -45,10 +53,30 @@ class Path:
     scaling: str = "ring"
     min_gpus: int = 2                 # NCCL's tuner offers NVLS only from 5 or 6 GPUs
     max_gpus: int | None = None
+    yields_to_switch: bool = False    # not offered where a switch path runs the collective
+    measured_gpus: int | None = None  # fitted to a sweep on this many GPUs: runs only there
 
     def runs(self, kind: str, n: int) -> bool:
         """Whether this path can run one `kind` on `n` GPUs."""
+        if self.measured_gpus is not None and n != self.measured_gpus:
+            return False
         return kind in self.kinds and self.min_gpus <= n <= (self.max_gpus or n)
+
+
+def competing(paths: tuple[Path, ...], kind: str, n: int) -> list[Path]:
+    """The paths that compete for one `kind` on `n` GPUs (the module docstring's rules)."""
+    usable = [p for p in paths if p.runs(kind, n)]
+    measured = [p for p in usable if p.measured_gpus is not None]
+    if measured:
+        return measured
+    if any(p.scaling == "switch" for p in usable):
+        usable = [p for p in usable if not p.yields_to_switch]
+    return usable
+
+
+def without_switch(paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    """`paths` on a system with NVLink multicast off: no switch path."""
+    return tuple(p for p in paths if p.scaling != "switch")
 
 
 def bus_factor(kind: str, n: int) -> float:
@@ -82,7 +110,7 @@ def collective_time(paths: tuple[Path, ...], kind: str, n: int, size_bytes):
     if n <= 1:
         return (0.0, "none") if np.ndim(size_bytes) == 0 else \
             (np.zeros(np.shape(size_bytes)), np.full(np.shape(size_bytes), "none"))
-    usable = [p for p in paths if p.runs(kind, n)]
+    usable = competing(paths, kind, n)
     if not usable:
         raise ValueError(f"no collective path runs {kind} on {n} GPUs")
     times = [path_time(p, kind, n, size_bytes) for p in usable]

@@ -115,6 +115,10 @@ class CollectivePathSpec(_Strict):
     busbw_gb_per_s: Figure
     min_gpus: int = Field(2, ge=2)    # the GPU counts NCCL uses the path at
     max_gpus: int | None = Field(None, ge=2)
+    # left out where a switch path runs the collective (NCCL's tuner takes NVLS there)
+    yields_to_switch: bool = False
+    # fitted to a measured sweep on this many GPUs: runs only there, and alone for its kinds
+    measured_gpus: int | None = Field(None, ge=2)
     source: str | None = None         # a key of `sources`: the table the path was fitted to
     note: str | None = None           # what the path stands for (protocol, what is inferred)
 
@@ -433,7 +437,7 @@ def _gpus_per_node(spec: HardwareFile) -> int:
 def _paths(specs: dict) -> tuple:
     return tuple(CollectivePath(name, frozenset(p.kinds), p.step_latency_us.value * 1e-6,
                                 p.busbw_gb_per_s.value * 1e9, p.scaling, p.min_gpus,
-                                p.max_gpus)
+                                p.max_gpus, p.yields_to_switch, p.measured_gpus)
                  for name, p in specs.items())
 
 

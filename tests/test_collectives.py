@@ -65,3 +65,31 @@ def test_arrays_of_sizes_take_each_its_fastest_path():
     assert list(names) == ["nvls", "nvls"]
     t2, names2 = c.collective_time((RING,), "all_reduce", 8, sizes)
     assert t2[0] == pytest.approx(28e-6 + 1.75 * 1024 / 360e9)
+
+
+# a Ring/Simple all_reduce path at 3 us per step and 400 GB/s, that NCCL leaves to the switch
+SIMPLE = c.Path("ring-allreduce", frozenset({"all_reduce"}), 3e-6, 400e9, "ring",
+                yields_to_switch=True)
+
+
+def test_a_path_that_yields_to_the_switch_runs_only_without_it():
+    # with the switch: 12 us + 1.75 GB / 470e9 = 4.010 ms on nvls, the 400 GB/s ring unused
+    t, name = c.collective_time(PATHS + (SIMPLE,), "all_reduce", 8, GB)
+    assert name == "nvls" and t == pytest.approx(12e-6 + 1.75 * GB / 470e9, rel=1e-12)
+    # multicast off: 14 x 3 us + 1.75 GB / 400e9 = 4.739 ms beats the 360 GB/s ring's 5.248 ms
+    t, name = c.collective_time(c.without_switch(PATHS + (SIMPLE,)), "all_reduce", 8, GB)
+    assert name == "ring-allreduce" and t == pytest.approx(42e-6 + 1.75 * GB / 400e9, rel=1e-12)
+    # an 8 KB all_reduce without the switch: ring 28.04 us against 42.04 us: the ring
+    assert c.collective_time(c.without_switch(PATHS + (SIMPLE,)), "all_reduce", 8, KB)[1] == "ring"
+
+
+def test_measured_paths_alone_price_their_kind_and_gpu_count():
+    # fitted on a measured 4-GPU all_gather sweep: 30 us per step (slower than every other path)
+    slow = c.Path("measured", frozenset({"all_gather"}), 30e-6, 100e9, "ring", measured_gpus=4)
+    paths = PATHS + (slow,)
+    # 4 GPUs: 3 steps x 30 us + 3/4 x 1 MB / 100e9 = 97.86 us, though the ring would take 8.2 us
+    t, name = c.collective_time(paths, "all_gather", 4, MB)
+    assert name == "measured" and t == pytest.approx(90e-6 + 0.75 * MB / 100e9, rel=1e-12)
+    # other GPU counts and kinds keep the other paths
+    assert c.collective_time(paths, "all_gather", 8, MB)[1] == "ring"
+    assert c.collective_time(paths, "reduce_scatter", 4, MB)[1] == "ring"

@@ -142,8 +142,8 @@ def test_parameter_name_not_an_identifier(tmp_path):
     ("sm_count: {value: 132", "sm_count: {value: .nan", r"sm_count\.value: .*finite"),
     ("sm_count: {value: 132", "sm_count: {value: 132.5", r"sm_count\.value: .*whole number"),
     ("eager_dispatch_us: {value: ", "eager_dispatch_us: {value: -", r"eager_dispatch_us\.value"),
-    ("      max_gpus: 4\n", "      max_gpus: 4\n      min_gpus: 5\n",
-     r"interconnect\.collectives\.ring-allreduce: .*max_gpus 4 is below min_gpus 5"),
+    ("      min_gpus: 5\n", "      min_gpus: 5\n      max_gpus: 4\n",
+     r"interconnect\.collectives\.nvls: .*max_gpus 4 is below min_gpus 5"),
     ("      min_gpus: 5\n", "      min_gpus: 1\n", r"nvls\.min_gpus: .*greater than or equal to 2"),
 ])
 def test_bad_spec_numbers(tmp_path, old, new, problem):

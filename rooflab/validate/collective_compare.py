@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rooflab.collectives import KINDS, bus_factor, collective_time, steps
+from rooflab.collectives import KINDS, bus_factor, collective_time, steps, without_switch
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
 
@@ -64,7 +64,7 @@ def compare(doc: dict, hw: Hardware) -> list[CollectiveComparison]:
     world = doc["provenance"]["world"]
     paths = hw.collective_paths
     if doc["provenance"].get("multicast_off"):
-        paths = tuple(p for p in paths if p.scaling != "switch")
+        paths = without_switch(paths)
     out = []
     for kind, rows in doc["rows"].items():
         for size, t_us, _, _ in rows:
