@@ -35,6 +35,7 @@ def _errors(fn):
 
 # hf:/py: sources (rooflab/trace/source.py) take these beside --set
 _PHASE_HELP = "hf: sources: the step traced, decode (one token against --set context) or prefill (--set seq)."
+_CALIBRATED_SPEC = "hardware_specs/measured/h200.yaml"
 _INPUT_HELP = "py: sources: a forward input, name=[dims]:dtype, like x=[16,4096]:bf16 (repeatable)."
 
 
@@ -406,20 +407,24 @@ def _write_validation_html(path: str, vf, force: bool) -> None:
 @_errors
 def calibrate(
     gpu: Annotated[bool, typer.Option("--gpu", help="Measure the CUDA GPU.")] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write.")] = "hardware_specs/measured/h200.yaml",
+    output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write (with --collectives: measured/h200-collectives.yaml by default).")] = _CALIBRATED_SPEC,
     base: Annotated[str, typer.Option("--base", help="Datasheet spec the calibrated one starts from.")] = "h200",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
     torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
     from_file: Annotated[Optional[str], typer.Option("--from", help="Rebuild the spec from a calibration's raw figures (reports/calibration/<gpu>-<date>.json and its -torch.json) with the current code; no GPU.")] = None,
     torch_run: Annotated[Optional[str], typer.Option("--torch-run", help="With --from: another torch-suite run to take the GPU-side figures from (kernel-family curves, SDPA backends); host figures stay the raw lease's own.")] = None,
+    collectives: Annotated[bool, typer.Option("--collectives", help="Measure NCCL's collectives on 2, 4, ... and all GPUs here and write the base spec with the fitted paths (with --from: rebuild it from collective runs RUN,RUN...).")] = False,
 ):
-    """Measure bandwidths, GEMM peaks and launch costs (and eager PyTorch's kernel families);
-    write a spec that cites the measurements."""
+    """Measure bandwidths, GEMM peaks and launch costs (and eager PyTorch's kernel families),
+    or with --collectives the collectives across this machine's GPUs; write a spec that cites
+    the measurements."""
     import sys
     from pathlib import Path
 
     from rooflab import hardware as hwmod
 
+    if collectives:
+        return _calibrate_collectives(gpu, output, base, force, from_file, torch_run)
     if torch_run and not from_file:
         raise RooflabError("--torch-run goes with --from (a rebuild from raw figures)")
     if not gpu and not from_file:
@@ -447,6 +452,39 @@ def calibrate(
     cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True),
                   torch_suite=torch_suite)
     typer.echo(printable(f"wrote {out} and {raw}"))
+
+
+def _calibrate_collectives(gpu: bool, output: str, base: str, force: bool,
+                           from_file: str | None, torch_run: str | None) -> None:
+    import sys
+    from pathlib import Path
+
+    from rooflab import hardware as hwmod
+    from rooflab.validate import collective_spec
+
+    if torch_run:
+        raise RooflabError("--torch-run does not go with --collectives")
+    if not gpu and not from_file:
+        raise RooflabError("calibrate --collectives measures only with --gpu (or rebuilds a "
+                           "spec --from collective runs RUN,RUN...)")
+    if output == _CALIBRATED_SPEC:      # the one-GPU spec stays; this one names its GPU count
+        output = output.replace(".yaml", "-collectives.yaml")
+    _check_output("--output", output, force)
+    base_hw = hwmod.load(base)
+    log = lambda m: typer.echo(printable(m), err=True)  # noqa: E731
+    if from_file:
+        files = [f for f in from_file.split(",") if f]
+        for f in files:
+            collective_spec.read_run(f)
+    else:
+        from rooflab.validate import gpu as vgpu
+        vgpu.require("calibrate")
+        import torch
+        collective_spec.worlds(torch.cuda.device_count())        # at least 2 GPUs, before work
+        files = collective_spec.measure(Path("reports/validation/collectives"), vgpu.slug(),
+                                        vgpu.today(), "rooflab " + " ".join(sys.argv[1:]), log)
+    collective_spec.write(base_hw.spec, Path(output), files, log)
+    typer.echo(printable(f"wrote {output} from {', '.join(map(str, files))}"))
 
 
 # ------------------------------------------------------------------------------ fusions

@@ -10,9 +10,7 @@ table as their source.
     python lab/collectives/fit.py h100-sxm-8 all_reduce --scalings ring,switch
     python lab/collectives/fit.py a100-sxm-8 all_reduce --scalings ring,ring,ring
 
-The search: each path is (latency of one whole collective, busbw), in log space; a log grid
-over two paths, then a pattern search (halving steps) from the best few grid points on the
-worst error itself. numpy only.
+The fit itself is rooflab.validate.collective_fit.fit.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from rooflab import collectives as c  # noqa: E402
+from rooflab.validate.collective_fit import fit  # noqa: E402
 
 LO, HI = 8 * 1024, 1024 ** 3
 
@@ -53,55 +52,6 @@ def rows(system: str, kind: str, sweep: int = 0, data_file: Path = DATA, gpus: i
     n = gpus or int(sysd["gpus"])
     sizes, times = published_times(sysd["sweeps"][sweep][kind], kind, n)
     return sysd, n, sizes, times
-
-
-def worst(params: np.ndarray, f: float, sizes, times) -> float:
-    """Worst |model / published - 1| for params = log([L1, B1, L2, B2, ...]) (L: seconds of
-    one whole collective, B: busbw bytes/s)."""
-    p = np.exp(params).reshape(-1, 2)
-    t = (p[:, :1] + f * sizes[None, :] / p[:, 1:]).min(axis=0)
-    return float(np.abs(t / times - 1).max())
-
-
-def fit(kind: str, n: int, sizes, times, k: int = 2):
-    """(worst relative error, [(seconds per collective, busbw bytes/s)] sorted by busbw) of k
-    paths."""
-    f = c.bus_factor(kind, n)
-    lat = np.log(np.geomspace(1e-6, 200e-6, 40))
-    bw = np.log(np.geomspace(1e9, 2e12, 60))
-    starts = []
-    la, ba = np.meshgrid(lat, bw, indexing="ij")
-    pairs = np.stack([la.ravel(), ba.ravel()], axis=1)
-    ts = np.exp(pairs[:, :1]) + f * sizes[None, :] / np.exp(pairs[:, 1:])       # [pair, size]
-    for i in range(len(pairs)):
-        t = np.minimum(ts[i][None, :], ts)
-        e = np.abs(t / times - 1).max(axis=1)
-        j = int(e.argmin())
-        starts.append((e[j], i, j))
-    starts.sort()
-    best = (np.inf, None)
-    rng = np.random.default_rng(0)
-    for e0, i, j in starts[:8]:
-        x = np.concatenate([pairs[i], pairs[j]])
-        for _ in range(k - 2):          # a third path starts between the two
-            x = np.concatenate([x, (pairs[i] + pairs[j]) / 2 + rng.normal(0, 0.3, 2)])
-        e = worst(x, f, sizes, times)
-        step = 0.5
-        while step > 1e-4:
-            improved = False
-            for d in range(len(x)):
-                for s in (step, -step):
-                    y = x.copy()
-                    y[d] += s
-                    ey = worst(y, f, sizes, times)
-                    if ey < e:
-                        x, e, improved = y, ey, True
-            if not improved:
-                step /= 2
-        if e < best[0]:
-            best = (e, x)
-    p = sorted(map(tuple, np.exp(best[1]).reshape(-1, 2)), key=lambda q: q[1])
-    return best[0], p
 
 
 def main() -> None:
