@@ -14,8 +14,11 @@ is linear in (latency, 1 / busbw), so weighted least squares (weights 1 / time) 
 
 from __future__ import annotations
 
+import json
+import re
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -110,3 +113,22 @@ def render(rows: list[CollectiveComparison]) -> str:
     lines.append("median |error| 64 KB..1 GB: " + ", ".join(f"{k} {v:.1%}"
                                                            for k, v in med.items()))
     return "\n".join(lines)
+
+
+def committed_runs(root: Path) -> list[tuple[Path, str, dict]]:
+    """The collective runs committed under `root`/reports/validation/collectives, as (file,
+    GPU spec name, document): a file <gpu>x<count>-<date>.json names the datasheet spec its
+    run is gated against and the GPU count its provenance must have; RooflabError naming the
+    file where they disagree."""
+    out = []
+    for path in sorted((root / "reports" / "validation" / "collectives").glob("*.json")):
+        m = re.fullmatch(r"(?P<gpu>.+)x(?P<n>\d+)-\d{4}-\d\d-\d\d(-\d+)?", path.stem)
+        if not m:
+            raise RooflabError("a collective run's file name is <gpu>x<GPU count>-<date>.json",
+                               file=str(path))
+        doc = check(json.loads(path.read_text()), str(path))
+        if doc["provenance"]["world"] != int(m["n"]):
+            raise RooflabError(f"provenance.world is {doc['provenance']['world']}; the file "
+                               f"name says {m['n']} GPUs", file=str(path))
+        out.append((path, m["gpu"], doc))
+    return out
