@@ -276,6 +276,7 @@ def validate(
     compare: Annotated[str, typer.Option("--compare", help="Schedules to run (always both, kept for symmetry with predict).")] = "unfused,fused",
     backend: Annotated[str, typer.Option("--backend", help="triton: rooflab's own kernels (unfused and fused); torch: the torch suite as eager PyTorch, CUDA graphs and torch.compile run it.")] = "triton",
     split: Annotated[Optional[str], typer.Option("--split", help="--backend torch: only the calibration or the validation cases.")] = None,
+    tp: Annotated[Optional[str], typer.Option("--tp", help="--backend torch with an hf: model: time its tensor-parallel step at these degrees (2,4,8; one process per GPU) and compare it with the prediction.")] = None,
 ):
     """Check predictions against kernels timed on the GPU (or re-check saved results)."""
     import sys
@@ -292,7 +293,10 @@ def validate(
     if html:
         _check_output("--html", html, force)
     hw = api.load_hardware(hardware)
-    from rooflab.validate import torch_compare
+    from rooflab.validate import torch_compare, tp_compare
+    if tp or from_file and tp_compare.is_run_file(from_file):
+        _validate_tp(hw, workload, gpu, from_file, output, force, phase, wl.parse_sets(sets), tp)
+        return
     if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
         _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
                         wl.parse_sets(sets))
@@ -395,6 +399,60 @@ def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, fo
         typer.echo(printable(line))
     if not from_file:
         typer.echo(printable(f"wrote {out}"))
+
+
+def _validate_tp(hw, workload, gpu: bool, from_file, output, force, phase: str, sets: dict,
+                 tp: str | None) -> None:
+    """validate --tp: time an hf: model's tensor-parallel step on this machine's GPUs, or read
+    such a run with --from, and print it against the prediction at each degree."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from rooflab.validate import tp_compare
+    if from_file:
+        doc = tp_compare.load(from_file)
+    else:
+        if not workload or not workload.startswith("hf:"):
+            raise RooflabError("--tp times a tensor-parallel step of an hf: model "
+                               "(validate --gpu --backend torch hf:llama3-8b --tp 2,4,8)")
+        tps = _tp_degrees(tp)
+        from rooflab.trace import zoo
+        model = workload[3:]
+        _, config, path = zoo.resolve_config(model)
+        for n in tps:
+            zoo.shard_config(config, n, str(path))      # a degree that does not divide: now
+        if not gpu:
+            raise RooflabError("validate --tp runs the step only with --gpu (or use --from FILE)")
+        from rooflab.validate import gpu as vgpu
+        vgpu.require("validate")
+        import torch
+        if max(tps) > torch.cuda.device_count():
+            raise RooflabError(f"--tp {tp}: this machine has {torch.cuda.device_count()} GPU(s)")
+        from rooflab.validate import tp_run
+        from rooflab.validate.calspec import unused_raw_path
+        out = Path(output) if output else unused_raw_path(
+            Path("reports/validation/tp") / f"{vgpu.slug()}-{vgpu.today()}.json")
+        if out.exists() and not force:
+            raise RooflabError(f"{out} exists; pass --force to overwrite it")
+        doc = tp_run.run(model, tps, tp_run.cases(phase, sets), phase,
+                         command="rooflab " + " ".join(sys.argv[1:]))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(doc, indent=1) + "\n")
+    for line in tp_compare.render(tp_compare.compare(doc, hw)).splitlines():
+        typer.echo(printable(line))
+    if not from_file:
+        typer.echo(printable(f"wrote {out}"))
+
+
+def _tp_degrees(text: str | None) -> list[int]:
+    try:
+        tps = [int(t) for t in (text or "").split(",") if t.strip()]
+    except ValueError:
+        tps = []
+    if not tps or any(t < 1 for t in tps):
+        raise RooflabError(f"--tp {text}: expected GPU counts, like 2,4,8")
+    return tps
 
 
 def _write_validation_html(path: str, vf, force: bool) -> None:

@@ -40,6 +40,16 @@ def _module(name: str) -> tuple[str, str] | None:
     return None
 
 
+def block_collective(module_path: str) -> str | None:
+    """The collective tensor parallelism puts after the module at `module_path` (a name from
+    named_modules(): "model.layers.3.mlp" -> "all_reduce", "lm_head" -> "all_gather"), or None
+    for a module inside a block or outside every block. The GPU measurement of a sharded step
+    (rooflab.validate.tp_run) places its collectives by this, as tensor_parallel places them in
+    the graph."""
+    found = _module(module_path + ".")
+    return found[1] if found and found[0] == module_path else None
+
+
 def tensor_parallel(graph: Graph, tp: int) -> Graph:
     """`graph` (one GPU's shard of a traced step) with the collectives of `tp`-way tensor
     parallelism inserted after the blocks that need them; the same graph when tp is 1.

@@ -34,7 +34,7 @@ MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1
 GLOO_KINDS = ("all_reduce", "send_recv")            # what gloo runs on CPU tensors here
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -108,7 +108,7 @@ def _rank_main(rank: int, world: int, port: int, backend: str, kinds, sizes, war
         dist.destroy_process_group()
 
 
-def _provenance(world: int, backend: str, command: str) -> dict:
+def provenance(world: int, backend: str, command: str) -> dict:
     import torch
     prov = {"command": command, "world": world, "backend": backend,
             "torch": torch.__version__, "multicast_off": MULTICAST_OFF,
@@ -132,8 +132,8 @@ def run(world: int, backend: str = "nccl", kinds=KINDS, sizes=SIZES, warmup: int
     os.environ.update(MULTICAST_OFF)
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    mp.start_processes(_rank_main, args=(world, _free_port(), backend, tuple(kinds),
+    mp.start_processes(_rank_main, args=(world, free_port(), backend, tuple(kinds),
                                          tuple(sizes), warmup, iters, queue),
                        nprocs=world, join=True, start_method="spawn")
-    return {"schema": SCHEMA, "provenance": _provenance(world, backend, command),
+    return {"schema": SCHEMA, "provenance": provenance(world, backend, command),
             "rows": queue.get()}

@@ -1,0 +1,192 @@
+"""A tensor-parallel step of a Hugging Face model timed on this machine's GPUs, one process per GPU.
+
+Each of `tp` processes builds, with random weights, what one GPU holds under Megatron-style
+tensor parallelism (rooflab.trace.zoo.shard_config: heads, KV heads, MLP columns and vocabulary
+divided), and adds the collectives where rooflab's sharding puts them
+(rooflab.trace.sharding.block_collective): an all_reduce of every attention and MLP block's
+output and of the vocab-parallel embedding's, an all_gather of lm_head's logits. The forward
+call is the tracer's (rooflab.trace.hf.step_inputs). So the GPUs run the kernels transformers
+runs on the sharded shapes and NCCL's collectives, as many and as large as the model prices.
+
+Per case (batch x context for decode, batch x seq for prefill) four times, each the slowest
+rank's median: the eager step and the CUDA-graph replay, each with the collectives and without
+them (the same step with every collective skipped: its compute; the difference is the link
+time a step without overlap spends). A one-element eager add on rank 0 (the run's own dispatch
+cost, compared with like for like) is timed in the same processes.
+
+NVLink multicast is off in every process (nccl_bench.MULTICAST_OFF). `run` returns a
+rooflab.tp-run/1 document; rooflab.validate.tp_compare compares it with the prediction. On a
+machine without GPUs, backend "gloo" runs it on CPU processes (eager only: the tests).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+from rooflab.validate.nccl_bench import MULTICAST_OFF, free_port, provenance
+
+SCHEMA = "rooflab.tp-run/1"
+WARMUP, STEPS = 3, 10
+
+
+def _hooks(model, dist, world: int, state: dict) -> int:
+    """Put tensor parallelism's collectives after the blocks that need them; returns how many
+    modules got one. `state["link"]` False skips them all."""
+    import torch
+    from rooflab.trace.sharding import block_collective
+
+    def all_reduce(module, args, out):
+        if state["link"]:
+            dist.all_reduce(out[0] if isinstance(out, tuple) else out)
+
+    # all_gather_single is all_gather_into_tensor's newer name (torch 2.13)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
+    def all_gather(module, args, out):
+        if not state["link"]:
+            return None
+        # the shards stacked along the first dimension: the gather's traffic, left unpermuted
+        gathered = torch.empty((world * out.shape[0],) + tuple(out.shape[1:]), dtype=out.dtype,
+                               device=out.device)
+        gather(gathered, out.contiguous())
+        return gathered
+
+    n = 0
+    for name, module in model.named_modules():
+        kind = block_collective(name)
+        if kind:
+            module.register_forward_hook(all_reduce if kind == "all_reduce" else all_gather)
+            n += 1
+    return n
+
+
+def _reset(cache) -> None:
+    """Every cache layer back to empty, so each timed step is the traced one (transformers'
+    StaticCache writes at its own cumulative_length, which each step advances)."""
+    import torch
+    for layer in getattr(cache, "layers", []):
+        if isinstance(getattr(layer, "cumulative_length", None), torch.Tensor):
+            layer.cumulative_length.fill_(0)
+        if hasattr(layer, "cumulative_length_int"):
+            layer.cumulative_length_int = 0
+
+
+def _median_s(fn, cache, sync) -> float:
+    for _ in range(WARMUP):
+        _reset(cache)
+        fn()
+    times = []
+    for _ in range(STEPS):
+        _reset(cache)
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _graph_s(step, cache, sync) -> float:
+    """Median replay time of `step` captured in a CUDA graph (warm-up on a side stream)."""
+    import torch
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(WARMUP):
+            _reset(cache)
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    sync()
+    _reset(cache)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    return _median_s(g.replay, cache, sync)
+
+
+def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phase: str,
+               cases, queue) -> None:
+    os.environ.update(MULTICAST_OFF)
+    import torch
+    import torch.distributed as dist
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from rooflab.trace import hf, zoo
+    cuda = backend == "nccl"
+    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    try:
+        _, config, _ = zoo.resolve_config(source)
+        fields = {k: v for k, v in zoo.shard_config(config, world).items()
+                  if not k.startswith("_")}
+        cfg = AutoConfig.for_model(fields.pop("model_type"), **fields)
+        with torch.device(device):
+            model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16,
+                                                     attn_implementation="sdpa").eval()
+        state = {"link": True}
+        hooked = _hooks(model, dist, world, state)
+        x = torch.zeros(1, device=device)
+        dispatch_s = _median_s(lambda: x.add_(1), None, sync) if rank == 0 else 0.0
+        rows = []
+        for batch, tokens in cases:
+            kwargs, _ = hf.step_inputs(model.config, phase, batch, tokens, tokens, str(device))
+            cache = kwargs["past_key_values"]
+            row = {"batch": batch, "tokens": tokens}
+            with torch.no_grad():
+                for link in (True, False):
+                    state["link"] = link
+                    suffix = "" if link else "_compute"
+                    dist.barrier()
+                    row["eager_s" + suffix] = _median_s(lambda: model(**kwargs), cache, sync)
+                    if cuda:
+                        dist.barrier()
+                        row["graph_s" + suffix] = _graph_s(lambda: model(**kwargs), cache, sync)
+            keys = sorted(k for k in row if k.endswith(("_s", "_compute")))
+            slowest = torch.tensor([row[k] for k in keys], dtype=torch.float64, device=device)
+            dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+            row.update({k: float(v) for k, v in zip(keys, slowest.tolist())})
+            rows.append(row)
+        if rank == 0:
+            queue.put({"rows": rows, "collective_modules": hooked, "dispatch_s": dispatch_s})
+    finally:
+        dist.destroy_process_group()
+
+
+def run(source: str, tps, cases, phase: str = "decode", backend: str = "nccl",
+        command: str = "") -> dict:
+    """The rooflab.tp-run/1 document of `source` (a bundled model name or a config.json path)
+    at each tensor-parallel degree of `tps`, per case (batch, tokens): {schema, source, phase,
+    provenance, runs: [{tp, collective_modules, dispatch_s, rows: [{batch, tokens, eager_s,
+    eager_s_compute, graph_s, graph_s_compute}]}]}; times in seconds, graph times only on GPUs."""
+    import torch.multiprocessing as mp
+    os.environ.update(MULTICAST_OFF)
+    runs = []
+    for tp in tps:
+        queue = mp.get_context("spawn").SimpleQueue()
+        mp.start_processes(_rank_main, args=(tp, free_port(), backend, str(source), phase,
+                                             tuple(map(tuple, cases)), queue),
+                           nprocs=tp, join=True, start_method="spawn")
+        runs.append({"tp": tp, **queue.get()})
+    import transformers
+    prov = provenance(max(tps), backend, command)
+    prov["transformers"] = transformers.__version__
+    return {"schema": SCHEMA, "source": str(source), "phase": phase, "provenance": prov,
+            "runs": runs}
+
+
+def cases(phase: str, sets: dict) -> list[tuple[int, int]]:
+    """The (batch, tokens) cases a run times: the one `sets` names (batch, and context for
+    decode or seq for prefill), else decode batches 1, 16 and 64 at context 1024 and batch 16
+    at 4096, or prefills of 512 and 2048 tokens at batch 1."""
+    size = "context" if phase == "decode" else "seq"
+    if "batch" in sets or size in sets:
+        return [(int(sets.get("batch", 1)), int(sets.get(size, 1024 if size == "context" else 512)))]
+    if phase == "decode":
+        return [(1, 1024), (16, 1024), (64, 1024), (16, 4096)]
+    return [(1, 512), (1, 2048)]
