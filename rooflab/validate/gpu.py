@@ -18,6 +18,12 @@ def require(what: str) -> None:
         raise RooflabError(f"{what} --gpu needs a CUDA GPU, and torch sees none")
 
 
+def device_count() -> int:
+    """How many CUDA GPUs torch sees."""
+    import torch
+    return torch.cuda.device_count()
+
+
 def slug() -> str:
     """The GPU's name for file names: 'h200', 'h100-80gb-hbm3', ..."""
     import torch

@@ -1,0 +1,95 @@
+"""`rooflab calibrate`: measure a GPU (or its collectives across GPUs) and write a spec citing
+the measurements."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from rooflab.cli.common import CALIBRATED_SPEC, app, check_output, user_errors
+from rooflab.errors import RooflabError
+from rooflab.terminal import printable
+
+
+@app.command()
+@user_errors
+def calibrate(
+    gpu: Annotated[bool, typer.Option("--gpu", help="Measure the CUDA GPU.")] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write (with --collectives: measured/h200-collectives.yaml by default).")] = CALIBRATED_SPEC,
+    base: Annotated[str, typer.Option("--base", help="Datasheet spec the calibrated one starts from.")] = "h200",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
+    torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
+    from_file: Annotated[Optional[str], typer.Option("--from", help="Rebuild the spec from a calibration's raw figures (reports/calibration/<gpu>-<date>.json and its -torch.json) with the current code; no GPU.")] = None,
+    torch_run: Annotated[Optional[str], typer.Option("--torch-run", help="With --from: another torch-suite run to take the GPU-side figures from (kernel-family curves, SDPA backends); host figures stay the raw lease's own.")] = None,
+    collectives: Annotated[bool, typer.Option("--collectives", help="Measure NCCL's collectives on 2, 4, ... and all GPUs here and write the base spec with the fitted paths (with --from: rebuild it from collective runs RUN,RUN...).")] = False,
+):
+    """Measure bandwidths, GEMM peaks and launch costs (and eager PyTorch's kernel families),
+    or with --collectives the collectives across this machine's GPUs; write a spec that cites
+    the measurements."""
+    import sys
+    from pathlib import Path
+
+    from rooflab import hardware as hwmod
+
+    if collectives:
+        return _calibrate_collectives(gpu, output, base, force, from_file, torch_run)
+    if torch_run and not from_file:
+        raise RooflabError("--torch-run goes with --from (a rebuild from raw figures)")
+    if not gpu and not from_file:
+        raise RooflabError("calibrate measures only with --gpu (or rebuilds a spec --from a "
+                           "calibration's raw figures)")
+    check_output("--output", output, force)
+    out = Path(output)
+    if out.exists() and not force:
+        raise RooflabError(f"{out} exists; pass --force to overwrite it")
+    base_hw = hwmod.load(base)
+    if from_file:
+        from rooflab.validate import calspec
+        spec, provenance = calspec.spec_and_provenance(base_hw.spec, from_file, torch_run)
+        out.write_text(calspec.spec_text(base_hw.spec, spec, provenance))
+        typer.echo(printable(f"wrote {out} from {from_file}"))
+        if "HOST-BOUND" in spec["memory"]["hbm_curve"].get("note", ""):
+            typer.echo(printable(f"warning: {spec['memory']['hbm_curve']['note']}"), err=True)
+        return
+    from rooflab.validate import gpu as vgpu
+    vgpu.require("calibrate")
+    from rooflab.validate import calibrate as cal
+    from rooflab.validate.calspec import unused_raw_path
+    prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
+    raw = unused_raw_path(Path("reports/calibration") / f"{vgpu.slug()}-{prov['date'][:10]}.json")
+    cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True),
+                  torch_suite=torch_suite)
+    typer.echo(printable(f"wrote {out} and {raw}"))
+
+
+def _calibrate_collectives(gpu: bool, output: str, base: str, force: bool,
+                           from_file: str | None, torch_run: str | None) -> None:
+    import sys
+    from pathlib import Path
+
+    from rooflab import hardware as hwmod
+    from rooflab.validate import collective_spec
+
+    if torch_run:
+        raise RooflabError("--torch-run does not go with --collectives")
+    if not gpu and not from_file:
+        raise RooflabError("calibrate --collectives measures only with --gpu (or rebuilds a "
+                           "spec --from collective runs RUN,RUN...)")
+    if output == CALIBRATED_SPEC:      # the one-GPU spec stays; this one names its GPU count
+        output = output.replace(".yaml", "-collectives.yaml")
+    check_output("--output", output, force)
+    base_hw = hwmod.load(base)
+    log = lambda m: typer.echo(printable(m), err=True)  # noqa: E731
+    if from_file:
+        files = [f for f in from_file.split(",") if f]
+        for f in files:
+            collective_spec.read_run(f)
+    else:
+        from rooflab.validate import gpu as vgpu
+        vgpu.require("calibrate")
+        collective_spec.worlds(vgpu.device_count())        # at least 2 GPUs, before any work
+        files = collective_spec.measure(Path("reports/validation/collectives"), vgpu.slug(),
+                                        vgpu.today(), "rooflab " + " ".join(sys.argv[1:]), log)
+    collective_spec.write(base_hw.spec, Path(output), files, log)
+    typer.echo(printable(f"wrote {output} from {', '.join(map(str, files))}"))
