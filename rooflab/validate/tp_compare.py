@@ -99,8 +99,8 @@ def compare(doc: dict, hw: Hardware) -> list[TPComparison]:
             sets = {"batch": row["batch"], size: row["tokens"], "tp": r["tp"]}
             graph = source.load(f"hf:{doc['source']}", sets, doc["phase"])
             for mode, spec in (("graph", hw), ("eager", eager_hw)):
-                if f"{mode}_s" not in row:
-                    continue
+                if f"{mode}_s" not in row or f"{mode}_s_compute" not in row:
+                    continue            # no graph times: a CPU run, or a capture that failed
                 pred = api.predict_graph(graph, spec, "unfused", mode)
                 out.append(TPComparison(r["tp"], row["batch"], row["tokens"], mode,
                                         row[f"{mode}_s"], row[f"{mode}_s_compute"],

@@ -106,6 +106,21 @@ def _graph_s(step, cache, sync) -> float:
     return _median_s(g.replay, cache, sync)
 
 
+def _dispatch_s(torch, device, sync, ops: int = 200) -> float:
+    """Seconds of host time per eager one-element add, `ops` back to back (the median of five
+    such loops): the run's own dispatch cost."""
+    x = torch.zeros(1, device=device)
+    loops = []
+    for _ in range(6):
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(ops):
+            x.add_(1)
+        sync()
+        loops.append((time.perf_counter() - t0) / ops)
+    return statistics.median(loops[1:])
+
+
 def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phase: str,
                cases, queue) -> None:
     os.environ.update(MULTICAST_OFF)
@@ -131,8 +146,7 @@ def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phas
                                                      attn_implementation="sdpa").eval()
         state = {"link": True}
         hooked = _hooks(model, dist, world, state)
-        x = torch.zeros(1, device=device)
-        dispatch_s = _median_s(lambda: x.add_(1), None, sync) if rank == 0 else 0.0
+        dispatch_s = _dispatch_s(torch, device, sync) if rank == 0 else 0.0
         rows = []
         for batch, tokens in cases:
             kwargs, _ = hf.step_inputs(model.config, phase, batch, tokens, tokens, str(device))
@@ -144,9 +158,14 @@ def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phas
                     suffix = "" if link else "_compute"
                     dist.barrier()
                     row["eager_s" + suffix] = _median_s(lambda: model(**kwargs), cache, sync)
-                    if cuda:
+                    if cuda and "graph_error" not in row:
                         dist.barrier()
-                        row["graph_s" + suffix] = _graph_s(lambda: model(**kwargs), cache, sync)
+                        try:
+                            row["graph_s" + suffix] = _graph_s(lambda: model(**kwargs), cache,
+                                                               sync)
+                        except RuntimeError as e:       # a capture NCCL or torch refuses
+                            row["graph_error"] = f"{type(e).__name__}: {e}"[:300]
+                            row.pop("graph_s", None)
             keys = sorted(k for k in row if k.endswith(("_s", "_compute")))
             slowest = torch.tensor([row[k] for k in keys], dtype=torch.float64, device=device)
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
