@@ -1,6 +1,8 @@
 """The ATen -> rooflab table (rooflab/trace/aten_map.py), op by op: each rule traced from a tiny
 PyTorch function, checked for the kind, attributes, launches and shapes it emits."""
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -298,3 +300,39 @@ def test_ops_are_named_by_module_path_and_blocks_by_module_list_item():
     assert [op.name for op in mms] == ["layers.0.mm", "layers.1.mm", "layers.2.mm"]
     assert [op.block for op in trace_module(layers, (t(2, 8, dtype=f32),)).ops] == [""] * 6
     assert [op.block for op in mms] == ["layers.0", "layers.1", "layers.2"]
+
+
+@pytest.mark.parametrize("fn, shape, expected, axis, out", [
+    # a whole tensor: merged into one axis by a free reshape, then reduced (ATen's reduce_all)
+    (lambda x: x.sum(), (4, 8), ["reshape", "sum"], 0, ()),
+    # adjacent axes 1 and 2 of [2, 3, 4]: merged to [2, 12], reduced along 12
+    (lambda x: x.mean((1, 2)), (2, 3, 4), ["reshape", "mean"], 1, (2,)),
+    # keepdim: ATen's [2, 1, 1] is the merged result [2] reshaped back
+    (lambda x: x.mean((1, 2), keepdim=True), (2, 3, 4), ["reshape", "mean", "reshape"], 1,
+     (2, 1, 1)),
+])
+def test_reductions_over_adjacent_axes_merge_them(fn, shape, expected, axis, out):
+    g = traced(fn, t(*shape, dtype=f32))
+    assert kinds(g) == expected
+    (red,) = [op for op in g.ops if op.kind in ("sum", "mean")]
+    assert red.attrs["axis"] == axis and red.attrs["keepdim"] is False
+    assert g.tensors[g.ops[-1].outputs[0]].shape == out
+    # read once, written once: 4 bytes per fp32 element in, 4 per result out
+    pred = api.predict_graph(g, api.load_hardware("h200"), "unfused", "graph")
+    assert pred.totals.hbm_bytes == 4 * (math.prod(shape) + math.prod(out))
+
+
+def test_a_reduction_over_axes_that_are_not_adjacent_is_opaque():
+    g = traced(lambda x: x.sum((0, 2)), t(2, 3, 4, dtype=f32))
+    (op,) = g.ops
+    assert op.kind == "opaque" and "axes [0, 2], which are not adjacent" in op.attrs["reason"]
+
+
+def test_the_ops_of_one_call_are_not_taken_for_a_module():
+    # addmm with a bias becomes a GEMM and its epilogue add, named <call>_<kind>: no module
+    # "addmm" for the eager host model to charge (a 1 s module call would show)
+    from dataclasses import replace
+    g = traced(lambda b, x, w: torch.addmm(b, x, w), t(16), t(4, 8), t(8, 16))
+    assert [op.name for op in g.ops] == ["addmm_matmul", "addmm_add"]
+    hw = replace(api.load_hardware("h200"), module_call_s=1.0)
+    assert api.predict_graph(g, hw, "unfused", "eager").totals.time_s < 1e-3

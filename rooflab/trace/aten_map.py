@@ -244,21 +244,37 @@ def _split(call, b):
 
 # -- reductions, norms, softmax -------------------------------------------------------------
 def _reduce(kind: str):
+    """A reduction over one axis, or over adjacent axes (a whole tensor included): those are
+    merged by a reshape first, as ATen's reduction reads them as one, and the result reshaped
+    to ATen's output; axes that are not adjacent stay unmapped."""
     def emit(call, b):
         src, dst = call.inputs[0], _out(call)
-        nd = len(b.value(src).shape)
+        shape = list(b.value(src).shape)
+        nd = len(shape)
         dims = _arg(call, 1, "dim")
         keepdim = bool(_arg(call, 2, "keepdim", False))
         if dims is None or (isinstance(dims, (list, tuple)) and len(dims) == 0):
-            if nd != 1:
-                raise Unmapped("a whole-tensor reduction of a tensor of more than one dimension")
-            dims = [0]
+            dims = list(range(nd))
         if isinstance(dims, int):
             dims = [dims]
-        if len(dims) != 1:
-            raise Unmapped(f"a reduction over {len(dims)} axes")
-        b.op(kind, [src], [dst], axis=dims[0] % nd, keepdim=keepdim,
-             **_keep_dtype(b, src, dst))
+        dims = sorted({d % nd for d in dims}) if nd else [0]
+        if dims != list(range(dims[0], dims[-1] + 1)):
+            raise Unmapped(f"a reduction over axes {dims}, which are not adjacent")
+        dtype = _keep_dtype(b, src, dst)
+        if len(dims) == 1 and nd:
+            b.op(kind, [src], [dst], axis=dims[0], keepdim=keepdim, **dtype)
+            return
+        first, last = dims[0], dims[-1] + 1
+        merged = shape[:first] + [math.prod(shape[first:last])] + shape[last:]
+        mid = b.fresh(merged, b.tensors[b.name(src)].dtype)
+        b.op("reshape", [src], [mid], shape=merged)
+        out_shape = merged[:first] + merged[first + 1:]
+        if list(b.value(dst).shape) == out_shape:
+            b.op(kind, [mid], [dst], axis=first, keepdim=False, **dtype)
+            return
+        red = b.fresh(out_shape, b.tensors[b.name(dst)].dtype)
+        b.op(kind, [mid], [red], axis=first, keepdim=False, **dtype)
+        b.op("reshape", [red], [dst], shape=list(b.value(dst).shape))
     return emit
 
 

@@ -103,9 +103,12 @@ class Builder:
 
     def _commit(self, call: Call, pending) -> None:
         # every op a rule emits launches the rule's count of kernels, unless the rule says (views: 0)
+        # an op's name is its module path, a dot, then its own name: a call that emits several
+        # ops names them <call>_<kind>, so that no part of the path is taken for a module
+        # (the eager host model charges each module entered)
         base = f"{call.module}.{call.packet}" if call.module else call.packet
         for j, (kind, ins, outs, attrs, launches) in enumerate(pending):
-            name = base if len(pending) == 1 else f"{base}.{kind}"
+            name = base if len(pending) == 1 else f"{base}_{kind}"
             self.op_names[name] += 1
             if self.op_names[name] > 1:
                 name = f"{name}_{self.op_names[name] - 1}"
