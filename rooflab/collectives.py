@@ -21,7 +21,8 @@ used from 5 GPUs on H100/H200, so those specs list it with `min_gpus: 5`).
 
 Which paths compete for one collective on n GPUs:
 - a path fitted to a measured sweep of that kind on exactly n GPUs (`measured_gpus`) is the
-  measurement itself, so where one exists only the measured paths price it;
+  measurement itself, so where one exists the measured paths price it, with the switch paths
+  beside them (the sweeps run with NVLink multicast off, so they never measured NVLS);
 - a path that `yields_to_switch` is left out wherever a switch path runs the collective: NCCL's
   tuner runs all_reduce on NVLS from 5 GPUs, and the published curve there is NVLS's, so the
   Ring/Simple figures are offered only below that count, or where multicast is off and the
@@ -67,9 +68,10 @@ def competing(paths: tuple[Path, ...], kind: str, n: int) -> list[Path]:
     """The paths that compete for one `kind` on `n` GPUs (the module docstring's rules)."""
     usable = [p for p in paths if p.runs(kind, n)]
     measured = [p for p in usable if p.measured_gpus is not None]
-    if measured:
-        return measured
-    if any(p.scaling == "switch" for p in usable):
+    switch = [p for p in usable if p.scaling == "switch"]
+    if measured:                # measured with multicast off: a switch path still competes
+        return measured + switch
+    if switch:
         usable = [p for p in usable if not p.yields_to_switch]
     return usable
 

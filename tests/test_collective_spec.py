@@ -99,6 +99,28 @@ def test_bad_runs_are_one_line_naming_the_file(tmp_path, doc, problem):
     assert not (tmp_path / "o.yaml").exists()
 
 
+def test_a_run_with_no_collective_or_no_run_is_refused(tmp_path):
+    empty = _write(tmp_path, {**_run(), "rows": {}}, "empty.json")
+    r = run_cli(["calibrate", "--collectives", "--from", str(empty), "-o", str(tmp_path / "o.yaml")])
+    assert r.exit_code == 2 and "the run holds no collective" in r.stderr
+    r = run_cli(["calibrate", "--collectives", "--from", ",", "-o", str(tmp_path / "o.yaml")])
+    assert r.exit_code == 2 and "no collective run to fit" in r.stderr
+    assert not (tmp_path / "o.yaml").exists()
+
+
+def test_a_refit_replaces_the_base_spec_s_own_measurement(tmp_path):
+    first = tmp_path / "first.yaml"
+    assert run_cli(["calibrate", "--collectives", "--from", str(_write(tmp_path, _run())),
+                    "-o", str(first)]).exit_code == 0
+    second = tmp_path / "second.yaml"
+    assert run_cli(["calibrate", "--collectives", "--base", str(first), "--from",
+                    str(_write(tmp_path, _run(kinds=("all_gather",)), "ag.json")),
+                    "-o", str(second)]).exit_code == 0
+    paths = yaml.safe_load(second.read_text())["interconnect"]["collectives"]
+    assert sorted(n for n in paths if n.startswith("measured")) == [
+        "measured-all_gather-4gpu-1", "measured-all_gather-4gpu-2"]
+
+
 def test_two_runs_on_one_gpu_count_are_refused(tmp_path):
     a, b = _write(tmp_path, _run(), "a.json"), _write(tmp_path, _run(), "b.json")
     r = run_cli(["calibrate", "--collectives", "--from", f"{a},{b}", "-o", str(tmp_path / "o.yaml")])

@@ -93,3 +93,14 @@ def test_measured_paths_alone_price_their_kind_and_gpu_count():
     # other GPU counts and kinds keep the other paths
     assert c.collective_time(paths, "all_gather", 8, MB)[1] == "ring"
     assert c.collective_time(paths, "reduce_scatter", 4, MB)[1] == "ring"
+
+
+def test_a_switch_path_competes_beside_measured_paths():
+    # measured with multicast off: an 8-GPU all_reduce ring at 3 us per step and 350 GB/s; the
+    # published switch path still prices 1 GB: 12 us + 1.75 GB / 470e9 = 4.010 ms < 5.411 ms
+    ring = c.Path("measured", frozenset({"all_reduce"}), 3e-6, 350e9, "ring", measured_gpus=8)
+    t, name = c.collective_time(PATHS + (ring,), "all_reduce", 8, GB)
+    assert name == "nvls" and t == pytest.approx(12e-6 + 1.75 * GB / 470e9, rel=1e-12)
+    # without the switch the measurement alone: 14 x 3 us + 1.75 GB / 350e9 = 5.411 ms
+    t, name = c.collective_time(c.without_switch(PATHS + (ring,)), "all_reduce", 8, GB)
+    assert name == "measured" and t == pytest.approx(42e-6 + 1.75 * GB / 350e9, rel=1e-12)

@@ -76,7 +76,11 @@ def test_fit_path_recovers_a_ring():
     ({"schema": "other"}, "not a collective run"),
     (_doc({}, world=0), "provenance.world must be a GPU count"),
     (_doc({"all_sum": []}), "rows.all_sum: unknown collective"),
-    (_doc({"all_reduce": [[1024, 2.0]]}), "each row is [size, time_us, algbw, busbw]"),
+    (_doc({"all_reduce": [[1024, 2.0]]}), "each [size, time_us, algbw, busbw]"),
+    (_doc({"all_reduce": [["1 KB", 2.0, 1.0, 1.0]]}), "each [size, time_us, algbw, busbw]"),
+    (_doc({"all_reduce": []}), "one or more rows"),
+    (_doc([]), "rows must map each collective to its rows"),
+    ({"schema": nccl_bench.SCHEMA, "provenance": [], "rows": {}}, "provenance.world must be"),
 ])
 def test_a_bad_run_is_one_line(doc, message):
     with pytest.raises(RooflabError, match=message.replace("[", r"\[").replace("]", r"\]")):

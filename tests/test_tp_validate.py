@@ -49,12 +49,31 @@ def test_two_cpu_processes_time_the_sharded_step(cpu_run):
 
 
 def test_compare_prices_the_step_at_its_degree(cpu_run, tiny):
-    (row,) = tp_compare.compare(cpu_run, api.load_hardware("h200"))
+    hw = api.load_hardware("h200")
+    (row,) = tp_compare.compare(cpu_run, hw)
     assert (row.tp, row.mode, row.measured_s) == (2, "eager", cpu_run["runs"][0]["rows"][0]["eager_s"])
     graph = api.load_workload(f"hf:{tiny}", {"batch": 1, "context": 64, "tp": 2}, "decode")
     collectives = [op for op in graph.ops if op.kind in ("all_reduce", "all_gather")]
     assert len(collectives) == 6            # the same six the run hooked
+    # the link is the step less the same step without its collectives, as measured
+    alone = tp_compare._without_collectives(graph)
+    assert len(alone.ops) == len(graph.ops) - 6
+    from dataclasses import replace
+    run_hw = replace(hw, eager_dispatch_s=cpu_run["runs"][0]["dispatch_s"])
+    without = api.predict_graph(alone, run_hw, "unfused", "eager").totals.time_s
+    assert row.predicted_link_s == pytest.approx(row.predicted_s - without, rel=1e-12)
     assert 0 < row.predicted_link_s < row.predicted_s
+
+
+def test_a_prefill_is_priced_with_every_position_s_logits(tiny):
+    # the run calls the model without logits_to_keep: lm_head gathers logits of all 32 tokens
+    doc = tp_run.run(str(tiny), [2], [(1, 32)], phase="prefill", backend="gloo", command="t")
+    (row,) = tp_compare.compare(doc, api.load_hardware("h200"))
+    assert row.tokens == 32 and row.predicted_link_s > 0
+    graph = api.load_workload(f"hf:{tiny}", {"batch": 1, "seq": 32, "logit_tokens": 0, "tp": 2},
+                              "prefill")
+    (gather,) = [op for op in graph.ops if op.kind == "all_gather"]
+    assert graph.tensors[gather.outputs[0]].shape == (1, 32, 1024)
 
 
 def test_comparison_arithmetic_by_hand():
@@ -81,6 +100,8 @@ def test_validate_from_a_tp_run(cpu_run, tmp_path):
     (["--backend", "torch", "hf:llama3-8b", "--tp", "2,x"], "expected GPU counts"),
     (["--backend", "torch", "models/x.yaml", "--tp", "2"], "of an hf: model"),
     (["--backend", "torch", "hf:llama3-8b", "--tp", "2"], "only with --gpu"),
+    (["hf:llama3-8b", "--tp", "2", "--phase", "extend"], "--phase extend: a tensor-parallel run"),
+    (["hf:llama3-8b", "--tp", "2", "--set", "seq=512"], "--set seq: a decode run takes batch"),
 ])
 def test_bad_tp_requests_are_one_line(args, problem):
     r = runner.invoke(app, ["validate", *args])
@@ -90,7 +111,7 @@ def test_bad_tp_requests_are_one_line(args, problem):
 def test_a_bad_tp_run_names_its_file(tmp_path):
     f = tmp_path / "tp.json"
     f.write_text(json.dumps({"schema": tp_compare.SCHEMA, "phase": "decode", "source": "x",
-                             "runs": [{"tp": 2, "rows": [{"batch": 1}]}]}))
+                             "provenance": {}, "runs": [{"tp": 2, "rows": [{"batch": 1}]}]}))
     r = runner.invoke(app, ["validate", "--from", str(f)])
     assert r.exit_code == 2 and str(f) in r.stderr and "rows[0]" in r.stderr
 

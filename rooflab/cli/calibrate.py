@@ -16,7 +16,7 @@ from rooflab.terminal import printable
 @user_errors
 def calibrate(
     gpu: Annotated[bool, typer.Option("--gpu", help="Measure the CUDA GPU.")] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write (with --collectives: measured/h200-collectives.yaml by default).")] = CALIBRATED_SPEC,
+    output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write (with --collectives: measured/<base>-collectives.yaml by default).")] = CALIBRATED_SPEC,
     base: Annotated[str, typer.Option("--base", help="Datasheet spec the calibrated one starts from.")] = "h200",
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
     torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
@@ -76,8 +76,8 @@ def _calibrate_collectives(gpu: bool, output: str, base: str, force: bool,
     if not gpu and not from_file:
         raise RooflabError("calibrate --collectives measures only with --gpu (or rebuilds a "
                            "spec --from collective runs RUN,RUN...)")
-    if output == CALIBRATED_SPEC:      # the one-GPU spec stays; this one names its GPU count
-        output = output.replace(".yaml", "-collectives.yaml")
+    if output == CALIBRATED_SPEC:      # the one-GPU spec stays; this one is named for its base
+        output = f"hardware_specs/measured/{Path(base).stem}-collectives.yaml"
     check_output("--output", output, force)
     base_hw = hwmod.load(base)
     log = lambda m: typer.echo(printable(m), err=True)  # noqa: E731

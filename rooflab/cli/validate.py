@@ -30,7 +30,7 @@ def validate(
     compare: Annotated[str, typer.Option("--compare", help="Schedules to run (always both, kept for symmetry with predict).")] = "unfused,fused",
     backend: Annotated[str, typer.Option("--backend", help="triton: rooflab's own kernels (unfused and fused); torch: the torch suite as eager PyTorch, CUDA graphs and torch.compile run it.")] = "triton",
     split: Annotated[Optional[str], typer.Option("--split", help="--backend torch: only the calibration or the validation cases.")] = None,
-    tp: Annotated[Optional[str], typer.Option("--tp", help="--backend torch with an hf: model: time its tensor-parallel step at these degrees (2,4,8; one process per GPU) and compare it with the prediction.")] = None,
+    tp: Annotated[Optional[str], typer.Option("--tp", help="With an hf: model: time its tensor-parallel step at these degrees (2,4,8; one process per GPU, NCCL) and compare it with the prediction.")] = None,
 ):
     """Check predictions against kernels timed on the GPU (or re-check saved results)."""
     import sys
@@ -172,23 +172,24 @@ def _validate_tp(hw, workload, gpu: bool, from_file, output, force, phase: str, 
                                "(validate --gpu --backend torch hf:llama3-8b --tp 2,4,8)")
         tps = _tp_degrees(tp)
         from rooflab.trace import zoo
+        from rooflab.validate import tp_run
         model = workload[3:]
         _, config, path = zoo.resolve_config(model)
         for n in tps:
             zoo.shard_config(config, n, str(path))      # a degree that does not divide: now
+        sizes = tp_run.cases(phase, sets)
         if not gpu:
             raise RooflabError("validate --tp runs the step only with --gpu (or use --from FILE)")
         from rooflab.validate import gpu as vgpu
         vgpu.require("validate")
         if max(tps) > vgpu.device_count():
             raise RooflabError(f"--tp {tp}: this machine has {vgpu.device_count()} GPU(s)")
-        from rooflab.validate import tp_run
         from rooflab.validate.calspec import unused_raw_path
         out = Path(output) if output else unused_raw_path(
             Path("reports/validation/tp") / f"{vgpu.slug()}-{vgpu.today()}.json")
         if out.exists() and not force:
             raise RooflabError(f"{out} exists; pass --force to overwrite it")
-        doc = tp_run.run(model, tps, tp_run.cases(phase, sets), phase,
+        doc = tp_run.run(model, tps, sizes, phase,
                          command="rooflab " + " ".join(sys.argv[1:]))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(doc, indent=1) + "\n")

@@ -45,18 +45,29 @@ class CollectiveComparison:
         return self.predicted_us / self.measured_us - 1
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
 def check(doc: dict, where: str = "run") -> dict:
     """`doc` if it is a collective run document; RooflabError naming what is wrong."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise RooflabError(f"{where}: not a collective run ({SCHEMA})")
-    world = doc.get("provenance", {}).get("world")
-    if not isinstance(world, int) or world < 1:
+    prov = doc.get("provenance")
+    world = prov.get("world") if isinstance(prov, dict) else None
+    if not isinstance(world, int) or isinstance(world, bool) or world < 1:
         raise RooflabError(f"{where}: provenance.world must be a GPU count")
-    for kind, rows in doc.get("rows", {}).items():
+    rows = doc.get("rows")
+    if not isinstance(rows, dict):
+        raise RooflabError(f"{where}: rows must map each collective to its rows")
+    for kind, kind_rows in rows.items():
         if kind not in KINDS:
             raise RooflabError(f"{where}: rows.{kind}: unknown collective")
-        if not all(isinstance(r, list) and len(r) == 4 and r[0] > 0 and r[1] > 0 for r in rows):
-            raise RooflabError(f"{where}: rows.{kind}: each row is [size, time_us, algbw, busbw]")
+        if not isinstance(kind_rows, list) or not kind_rows or not all(
+                isinstance(r, list) and len(r) == 4 and all(map(_number, r))
+                and r[0] > 0 and r[1] > 0 for r in kind_rows):
+            raise RooflabError(f"{where}: rows.{kind}: one or more rows, each "
+                               "[size, time_us, algbw, busbw] with a positive size and time")
     return doc
 
 

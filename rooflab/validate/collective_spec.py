@@ -79,20 +79,26 @@ def source_line(doc: dict, path: str) -> str:
 def spec_with_collectives(base: HardwareFile, run_files: list[str | Path]) -> dict:
     """`base` (as a spec dict) with the paths each run fits added to interconnect.collectives,
     each run cited as CAL-NCCL-<GPU count>."""
+    if not run_files:
+        raise RooflabError("no collective run to fit")
     spec = base.model_dump(exclude_none=True)
     counts = []
     for path in run_files:
         doc = read_run(path)
         world = doc["provenance"]["world"]
-        if world < 2:
-            raise RooflabError("a one-GPU run has no collective to fit", file=str(path))
+        if world < 2 or not doc["rows"]:
+            raise RooflabError("a one-GPU run has no collective to fit" if world < 2 else
+                               "the run holds no collective", file=str(path))
         if world in counts:
             raise RooflabError(f"a second run on {world} GPUs; give one per GPU count",
                                file=str(path))
         counts.append(world)
         key = f"CAL-NCCL-{world}"
         spec["sources"][key] = source_line(doc, str(path))
-        spec["interconnect"].setdefault("collectives", {}).update(measured_paths(doc, key))
+        paths = spec["interconnect"].setdefault("collectives", {})
+        for name in [n for n, p in paths.items() if p.get("measured_gpus") == world]:
+            del paths[name]             # a base spec's own measurement on this count goes
+        paths.update(measured_paths(doc, key))
     spec["display_name"] = (f"{base.display_name} (collectives measured on "
                             f"{', '.join(map(str, sorted(counts)))} GPUs)")
     return spec

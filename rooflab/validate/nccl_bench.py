@@ -26,6 +26,7 @@ import subprocess
 import time
 
 from rooflab.collectives import KINDS, bus_factor
+from rooflab.errors import RooflabError
 
 SCHEMA = "rooflab.collective-run/1"
 SIZES = tuple(4096 << k for k in range(19))          # 4 KB .. 1 GB
@@ -124,6 +125,21 @@ def provenance(world: int, backend: str, command: str) -> dict:
     return prov
 
 
+def spawn(fn, nprocs: int, args: tuple) -> None:
+    """Run fn(rank, *args) in `nprocs` spawned processes and wait for them; a process that
+    fails is a RooflabError naming its rank and its error's last line."""
+    import torch.multiprocessing as mp
+    try:
+        mp.start_processes(fn, args=args, nprocs=nprocs, join=True, start_method="spawn")
+    except mp.ProcessRaisedException as e:
+        lines = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+        raise RooflabError(f"rank {e.error_index} of {nprocs} failed: "
+                           f"{lines[-1].strip() if lines else e}") from None
+    except mp.ProcessExitedException as e:
+        raise RooflabError(f"rank {e.error_index} of {nprocs} exited with status "
+                           f"{e.exit_code}") from None
+
+
 def run(world: int, backend: str = "nccl", kinds=KINDS, sizes=SIZES, warmup: int = 5,
         iters: int = 20, command: str = "") -> dict:
     """The run document of `kinds` x `sizes` on `world` processes (one per GPU with nccl):
@@ -132,8 +148,7 @@ def run(world: int, backend: str = "nccl", kinds=KINDS, sizes=SIZES, warmup: int
     os.environ.update(MULTICAST_OFF)
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
-    mp.start_processes(_rank_main, args=(world, free_port(), backend, tuple(kinds),
-                                         tuple(sizes), warmup, iters, queue),
-                       nprocs=world, join=True, start_method="spawn")
+    spawn(_rank_main, world, (world, free_port(), backend, tuple(kinds), tuple(sizes), warmup,
+                              iters, queue))
     return {"schema": SCHEMA, "provenance": provenance(world, backend, command),
             "rows": queue.get()}

@@ -4,8 +4,11 @@ priced unfused as a CUDA-graph replay and eagerly.
 
 Three figures per case, for the graph replay (host-independent) and for the eager step:
   total    the step with its collectives;
-  compute  the step with every collective skipped, against the prediction less its collectives;
-  link     total - compute measured, against the collectives' predicted time.
+  compute  the step with every collective skipped, against the prediction of the same graph
+           without its collective ops;
+  link     total - compute, measured against predicted (the eager host model is not additive
+           over kernels, so the link is a difference of two predictions, as it is of two
+           measurements).
 The spec's collective paths lose their switch paths when the run had NVLink multicast off (as
 collective_compare does), and eager predictions use the run's own dispatch cost, taken in the
 same processes (host-bound eager times move between machines).
@@ -60,27 +63,48 @@ class TPComparison:
                 if self.measured_link_s > 0 else None)
 
 
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+
+
 def check(doc: dict, where: str = "run") -> dict:
     """`doc` if it is a tensor-parallel run document; RooflabError naming what is wrong."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise RooflabError(f"{where}: not a tensor-parallel run ({SCHEMA})")
     if doc.get("phase") not in ("decode", "prefill") or not isinstance(doc.get("source"), str):
         raise RooflabError(f"{where}: needs its source (a model) and phase (decode or prefill)")
-    for i, r in enumerate(doc.get("runs") or []):
-        if not isinstance(r.get("tp"), int) or r["tp"] < 1:
+    if not isinstance(doc.get("provenance"), dict):
+        raise RooflabError(f"{where}: provenance must be a mapping")
+    runs = doc.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise RooflabError(f"{where}: no runs")
+    for i, r in enumerate(runs):
+        if not isinstance(r, dict) or not isinstance(r.get("tp"), int) or r["tp"] < 1:
             raise RooflabError(f"{where}: runs[{i}].tp must be a GPU count")
-        for j, row in enumerate(r.get("rows") or []):
-            if not all(isinstance(row.get(k), (int, float)) and row[k] > 0
-                       for k in ("batch", "tokens", "eager_s", "eager_s_compute")):
+        if "dispatch_s" in r and not _positive(r["dispatch_s"]):
+            raise RooflabError(f"{where}: runs[{i}].dispatch_s must be a positive number")
+        if not isinstance(r.get("rows"), list):
+            raise RooflabError(f"{where}: runs[{i}].rows must be a list")
+        for j, row in enumerate(r["rows"]):
+            if not isinstance(row, dict) or not all(
+                    _positive(row.get(k)) for k in ("batch", "tokens", "eager_s", "eager_s_compute")):
                 raise RooflabError(f"{where}: runs[{i}].rows[{j}]: batch, tokens, eager_s and "
                                    "eager_s_compute must be positive numbers")
-    if not doc.get("runs"):
-        raise RooflabError(f"{where}: no runs")
+            bad = [k for k in ("graph_s", "graph_s_compute") if k in row and not _positive(row[k])]
+            if bad:
+                raise RooflabError(f"{where}: runs[{i}].rows[{j}].{bad[0]} must be a positive number")
     return doc
 
 
-def _link_s(pred) -> float:
-    return sum(k.time_s for k in pred.kernels if set(k.kinds) & set(KINDS))
+def _without_collectives(graph):
+    """`graph` with its collective ops taken out, their readers reading the collective's
+    input again: the step a run times with every collective skipped."""
+    from dataclasses import replace as _replace
+    back = {op.outputs[0]: op.inputs[0] for op in graph.ops if op.kind in KINDS}
+    ops = tuple(_replace(op, inputs=tuple(back.get(t, t) for t in op.inputs))
+                for op in graph.ops if op.kind not in KINDS)
+    return _replace(graph, ops=ops, outputs=frozenset(back.get(t, t) for t in graph.outputs),
+                    tensors={n: t for n, t in graph.tensors.items() if n not in back})
 
 
 def compare(doc: dict, hw: Hardware) -> list[TPComparison]:
@@ -91,20 +115,24 @@ def compare(doc: dict, hw: Hardware) -> list[TPComparison]:
     check(doc)
     if doc["provenance"].get("multicast_off"):
         hw = replace(hw, collective_paths=without_switch(hw.collective_paths))
-    size = "context" if doc["phase"] == "decode" else "seq"
+    decode = doc["phase"] == "decode"
     out = []
     for r in doc["runs"]:
         eager_hw = replace(hw, eager_dispatch_s=r["dispatch_s"]) if r.get("dispatch_s") else hw
         for row in r["rows"]:
-            sets = {"batch": row["batch"], size: row["tokens"], "tp": r["tp"]}
-            graph = source.load(f"hf:{doc['source']}", sets, doc["phase"])
+            # a prefill is timed without logits_to_keep: it computes every position's logits
+            sets = ({"batch": row["batch"], "context": row["tokens"]} if decode else
+                    {"batch": row["batch"], "seq": row["tokens"], "logit_tokens": 0})
+            graph = source.load(f"hf:{doc['source']}", {**sets, "tp": r["tp"]}, doc["phase"])
+            alone = _without_collectives(graph)
             for mode, spec in (("graph", hw), ("eager", eager_hw)):
                 if f"{mode}_s" not in row or f"{mode}_s_compute" not in row:
                     continue            # no graph times: a CPU run, or a capture that failed
-                pred = api.predict_graph(graph, spec, "unfused", mode)
+                total = api.predict_graph(graph, spec, "unfused", mode).totals.time_s
+                compute = api.predict_graph(alone, spec, "unfused", mode).totals.time_s
                 out.append(TPComparison(r["tp"], row["batch"], row["tokens"], mode,
                                         row[f"{mode}_s"], row[f"{mode}_s_compute"],
-                                        pred.totals.time_s, _link_s(pred)))
+                                        total, total - compute))
     return out
 
 

@@ -25,10 +25,13 @@ import os
 import statistics
 import time
 
-from rooflab.validate.nccl_bench import MULTICAST_OFF, free_port, provenance
+from rooflab.errors import RooflabError
+from rooflab.validate.nccl_bench import MULTICAST_OFF, free_port, provenance, spawn
 
 SCHEMA = "rooflab.tp-run/1"
+PHASES = ("decode", "prefill")
 WARMUP, STEPS = 3, 10
+TIMES = ("eager_s", "eager_s_compute", "graph_s", "graph_s_compute")
 
 
 def _hooks(model, dist, world: int, state: dict) -> int:
@@ -73,14 +76,16 @@ def _reset(cache) -> None:
             layer.cumulative_length_int = 0
 
 
-def _median_s(fn, cache, sync) -> float:
+def _median_s(fn, cache, sync, align) -> float:
+    """Median seconds of `fn` over STEPS calls after WARMUP, each started by `align` (every
+    rank at once, so that no rank's time holds its wait for a slower one) and ended by `sync`."""
     for _ in range(WARMUP):
         _reset(cache)
         fn()
     times = []
     for _ in range(STEPS):
         _reset(cache)
-        sync()
+        align()
         t0 = time.perf_counter()
         fn()
         sync()
@@ -88,8 +93,9 @@ def _median_s(fn, cache, sync) -> float:
     return statistics.median(times)
 
 
-def _graph_s(step, cache, sync) -> float:
-    """Median replay time of `step` captured in a CUDA graph (warm-up on a side stream)."""
+def _capture(step, cache, sync):
+    """`step` captured in a CUDA graph (warm-up on a side stream first); RuntimeError where
+    torch or NCCL refuses the capture."""
     import torch
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
@@ -101,9 +107,28 @@ def _graph_s(step, cache, sync) -> float:
     sync()
     _reset(cache)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    # thread_local: NCCL's watchdog thread may query events while this thread captures
+    with torch.cuda.graph(g, capture_error_mode="thread_local"):
         step()
-    return _median_s(g.replay, cache, sync)
+    return g
+
+
+def _time_graph(row: dict, suffix: str, step, cache, sync, align, dist, torch, device) -> None:
+    """row["graph_s" + suffix]: the median replay of `step` captured in a CUDA graph, where
+    every rank captured it; else row["graph_error"], on every rank (a rank that replays NCCL
+    calls the others do not would hang them)."""
+    graph, error = None, "the capture failed on another rank"
+    try:
+        graph = _capture(step, cache, sync)
+    except RuntimeError as e:
+        error = f"{type(e).__name__}: {e}"[:300]
+    captured = torch.tensor([1 if graph is not None else 0], device=device)
+    dist.all_reduce(captured, op=dist.ReduceOp.MIN)
+    if int(captured.item()):
+        row["graph_s" + suffix] = _median_s(graph.replay, cache, sync, align)
+    else:
+        row["graph_error"] = error
+        row.pop("graph_s", None)
 
 
 def _dispatch_s(torch, device, sync, ops: int = 200) -> float:
@@ -136,6 +161,11 @@ def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phas
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def align():
+        sync()
+        dist.barrier()
+        sync()
     try:
         _, config, _ = zoo.resolve_config(source)
         fields = {k: v for k, v in zoo.shard_config(config, world).items()
@@ -156,20 +186,16 @@ def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phas
                 for link in (True, False):
                     state["link"] = link
                     suffix = "" if link else "_compute"
-                    dist.barrier()
-                    row["eager_s" + suffix] = _median_s(lambda: model(**kwargs), cache, sync)
+                    row["eager_s" + suffix] = _median_s(lambda: model(**kwargs), cache, sync,
+                                                        align)
                     if cuda and "graph_error" not in row:
-                        dist.barrier()
-                        try:
-                            row["graph_s" + suffix] = _graph_s(lambda: model(**kwargs), cache,
-                                                               sync)
-                        except RuntimeError as e:       # a capture NCCL or torch refuses
-                            row["graph_error"] = f"{type(e).__name__}: {e}"[:300]
-                            row.pop("graph_s", None)
-            keys = sorted(k for k in row if k.endswith(("_s", "_compute")))
-            slowest = torch.tensor([row[k] for k in keys], dtype=torch.float64, device=device)
+                        _time_graph(row, suffix, lambda: model(**kwargs), cache, sync, align,
+                                    dist, torch, device)
+            # the slowest rank's times; -1 stands for a time not taken (no graphs on CPUs)
+            slowest = torch.tensor([row.get(k, -1.0) for k in TIMES], dtype=torch.float64,
+                                   device=device)
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
-            row.update({k: float(v) for k, v in zip(keys, slowest.tolist())})
+            row.update({k: float(v) for k, v in zip(TIMES, slowest.tolist()) if v >= 0})
             rows.append(row)
         if rank == 0:
             queue.put({"rows": rows, "collective_modules": hooked, "dispatch_s": dispatch_s})
@@ -188,9 +214,8 @@ def run(source: str, tps, cases, phase: str = "decode", backend: str = "nccl",
     runs = []
     for tp in tps:
         queue = mp.get_context("spawn").SimpleQueue()
-        mp.start_processes(_rank_main, args=(tp, free_port(), backend, str(source), phase,
-                                             tuple(map(tuple, cases)), queue),
-                           nprocs=tp, join=True, start_method="spawn")
+        spawn(_rank_main, tp, (tp, free_port(), backend, str(source), phase,
+                               tuple(map(tuple, cases)), queue))
         runs.append({"tp": tp, **queue.get()})
     import transformers
     prov = provenance(max(tps), backend, command)
@@ -202,10 +227,21 @@ def run(source: str, tps, cases, phase: str = "decode", backend: str = "nccl",
 def cases(phase: str, sets: dict) -> list[tuple[int, int]]:
     """The (batch, tokens) cases a run times: the one `sets` names (batch, and context for
     decode or seq for prefill), else decode batches 1, 16 and 64 at context 1024 and batch 16
-    at 4096, or prefills of 512 and 2048 tokens at batch 1."""
+    at 4096, or prefills of 512 and 2048 tokens at batch 1. RooflabError for another phase, a
+    size that is not a positive whole number, or a --set the run does not use."""
+    if phase not in PHASES:
+        raise RooflabError(f"--phase {phase}: a tensor-parallel run times "
+                           f"{' or '.join(PHASES)}")
     size = "context" if phase == "decode" else "seq"
-    if "batch" in sets or size in sets:
-        return [(int(sets.get("batch", 1)), int(sets.get(size, 1024 if size == "context" else 512)))]
+    unused = sorted(set(sets) - {"batch", size})
+    if unused:
+        raise RooflabError(f"--set {unused[0]}: a {phase} run takes batch and {size}")
+    for key in ("batch", size):
+        v = sets.get(key, 1)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise RooflabError(f"--set {key}={v}: expected a positive whole number")
+    if sets:
+        return [(sets.get("batch", 1), sets.get(size, 1024 if size == "context" else 512))]
     if phase == "decode":
         return [(1, 1024), (16, 1024), (64, 1024), (16, 4096)]
     return [(1, 512), (1, 2048)]
