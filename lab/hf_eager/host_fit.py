@@ -1,7 +1,7 @@
 """Fit the per-module host cost of eager transformers (the spec's launch.module_call_us) and check it.
 
 An eager decode step of a Hugging Face model at batch 1 is host-bound: its time is the Python and
-ATen dispatch of the step. rooflab's host model (rooflab.cost.host_times) charges each launching
+ATen dispatch of the step. rooflab's host model (rooflab.launch.host_times) charges each launching
 ATen call, GEMM dispatch and metadata-only call from the run's own calibration; what remains is
 transformers' per-module Python (forward hooks, argument handling, mask and cache code), charged
 per nn.Module call. This script fits that one constant on the shrunk configs that keep every

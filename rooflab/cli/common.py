@@ -95,7 +95,7 @@ def check_output(option: str, path: str, force: bool, make_parents: bool = False
 
 
 def launch_modes(value: str) -> list[str]:
-    from rooflab.cost import LAUNCH_MODES
+    from rooflab.launch import LAUNCH_MODES
     modes = names_of("--launch", value, "eager,graph")
     for mode in modes:
         if mode not in LAUNCH_MODES:

@@ -1,0 +1,95 @@
+"""The launch model: what issuing a schedule's kernels costs besides their work, per launch mode.
+
+Launch modes: `eager` dispatches each kernel from the CPU (eager_dispatch_s each); the CPU runs
+ahead of the GPU, so a kernel waits only when the CPU has not issued it yet: short kernels leave
+the GPU idle (launch-bound); each kernel also pays min_kernel_s on the GPU. `graph` replays the
+step as a CUDA graph: one dispatch, then graph_launch_s per kernel (the per-kernel time of
+tiny kernels replayed back to back, so it includes the GPU-side start). `compiled` is a
+torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then the wrapper
+launches each Triton kernel (compiled_launch_host_s) or calls an extern one through ATen (a
+cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`. Inductor's kernels are priced by the schedule (`inductor` reproduces its
+default fusion); `inductor` with `graph` is torch.compile's reduce-overhead mode, less its
+copies of the inputs that are not parameters or buffers into the graph's static buffers and
+cudagraph trees' own call (the torch validation prices both: torch_compare).
+
+Here: the GPU-side seconds a kernel adds per launch (floor_s, graph_launch_s) and the host
+seconds before each kernel (host_times for eager PyTorch, compiled_host_times for
+torch.compile's wrapper). rooflab.cost.predict runs the CPU and GPU timelines with them.
+"""
+
+from __future__ import annotations
+
+from rooflab.hardware import Hardware
+from rooflab.ops import KINDS, Role
+from rooflab.schedule import Schedule
+
+LAUNCH_MODES = ("eager", "graph", "compiled")
+
+
+def floor_s(kc: dict, hw: Hardware) -> float:
+    """GPU-side seconds an eager kernel takes beyond its busy time: min_kernel_s, except for a
+    kernel priced by its family's measured curve, whose small sizes already hold that time."""
+    return 0.0 if kc["family"] in hw.family_curves else hw.min_kernel_s
+
+
+def graph_launch_s(kc: dict, hw: Hardware) -> float:
+    """GPU-side seconds a kernel adds per launch in a CUDA-graph replay beyond its busy time:
+    graph_launch_s (a kernel's start and ramp, and the gap to the next), except for a kernel
+    priced by its family's measured curve, whose small sizes hold its start already: it adds
+    only the gap between replayed kernels (graph_gap_s, where the spec measures it)."""
+    if kc["family"] in hw.family_curves and hw.graph_gap_s is not None:
+        return hw.graph_gap_s
+    return hw.graph_launch_s
+
+
+def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
+    """Seconds of host (CPU) time eager PyTorch spends before issuing each kernel of `schedule`:
+    the ATen call that launches it (eager_dispatch_s; gemm_dispatch_s for a GEMM), every
+    metadata-only call since the previous kernel (view_dispatch_s each: views, transposes), and
+    each nn.Module entered since (module_call_s; an op named `a.b.c.op` runs inside modules
+    a, a.b and a.b.c, as traced graphs name them). Time after the last kernel joins it."""
+    g = schedule.graph
+    first = {k.ops[0]: i for i, k in enumerate(schedule.kernels)}
+    inside = {j for k in schedule.kernels for j in k.ops[1:]}
+    host = [0.0] * len(schedule.kernels)
+    gemm_s = hw.gemm_dispatch_s if hw.gemm_dispatch_s is not None else hw.eager_dispatch_s
+    entered: set[str] = set()
+    pending = 0.0
+    for i, op in enumerate(g.ops):
+        path = op.name.split(".")[:-1]
+        for depth in range(1, len(path) + 1):
+            module = ".".join(path[:depth])
+            if module not in entered:
+                entered.add(module)
+                pending += hw.module_call_s
+        role = KINDS[op.kind].role
+        if role is Role.VIEW:
+            pending += hw.view_dispatch_s
+        elif i in first:
+            host[first[i]] += pending + (gemm_s if role is Role.GEMM else hw.eager_dispatch_s)
+            pending = 0.0
+        elif i not in inside:
+            pending += hw.eager_dispatch_s
+    if host:
+        host[-1] += pending
+    return host
+
+
+def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
+    """Seconds of host time torch.compile's generated wrapper spends before issuing each kernel
+    of `schedule`: a Triton launch (compiled_launch_host_s) for each launch of a kernel Inductor
+    generates (a split reduction launches several), an
+    ATen call (compiled_extern_host_s) for an extern one: a GEMM, attention, a collective or an
+    opaque library call. The call's own cost is not in the list."""
+    extern = (Role.GEMM, Role.ATTENTION, Role.COLLECTIVE, Role.OPAQUE)
+    return [hw.compiled_extern_host_s if k.anchor in extern
+            else hw.compiled_launch_host_s * k.launches for k in schedule.kernels]
+
+
+def compiled_notes(launch: str, hw: Hardware) -> tuple[str, ...]:
+    """A note saying which default prices torch.compile's host side when the spec has none."""
+    if launch != "compiled" or hw.compiled_call_s is not None:
+        return ()
+    return (f"{hw.name}: no measured compiled_call_us; a compiled call's host time is taken as "
+            f"{hw.compiled_call_host_s * 1e6:.0f} us (5.1 tiny-op dispatches, as on the H200) and "
+            f"a Triton launch as {hw.compiled_launch_host_s * 1e6:.1f} us",)
