@@ -345,7 +345,7 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         # however few its rows, a row kernel takes one row's serial time
         c = info.costs[kernel.ops[0]]
         x = g.tensors[first.inputs[0]]
-        memory_s = vmax(memory_s, hw.rowfloor_s(family, c.row_bytes // 4 * x.dtype.bits / 8))
+        memory_s = vmax(memory_s, hw.row_floor_s(family, c.row_bytes // 4 * x.dtype.bits / 8))
     return dict(
         tensor_flops=sum(tensor_by_dtype.values()),
         tensor_dtypes=tuple(sorted(tensor_by_dtype)), vector_flops=vector,

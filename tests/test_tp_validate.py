@@ -4,6 +4,7 @@ processes with gloo here; on GPUs with NCCL where there are several."""
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -120,3 +121,17 @@ def test_default_cases():
     assert tp_run.cases("decode", {}) == [(1, 1024), (16, 1024), (64, 1024), (16, 4096)]
     assert tp_run.cases("decode", {"batch": 8, "context": 2048}) == [(8, 2048)]
     assert tp_run.cases("prefill", {"seq": 4096}) == [(1, 4096)]
+
+
+ROOT_DIR = Path(__file__).resolve().parent.parent
+TP_RUNS = sorted(ROOT_DIR.glob("reports/validation/tp/*.json"))
+
+
+@pytest.mark.parametrize("path", TP_RUNS, ids=[p.name for p in TP_RUNS])
+def test_committed_tp_runs_are_re_predicted(path):
+    # none is committed yet (no multi-GPU machine lent); each one that lands is re-predicted
+    # here on the calibrated spec, and its figures get pinned beside it
+    rows = tp_compare.compare(tp_compare.load(path),
+                              api.load_hardware(str(ROOT_DIR / "hardware_specs/measured/h200.yaml")))
+    assert rows
+    print(tp_compare.render(rows))
