@@ -77,6 +77,18 @@ def test_a_prefill_is_priced_with_every_position_s_logits(tiny):
     assert graph.tensors[gather.outputs[0]].shape == (1, 32, 1024)
 
 
+def test_one_sharded_layer(tiny):
+    # the tiny llama cut to its first layer: its attention and MLP all_reduces, the
+    # embedding's and lm_head's gather; the prediction traces the same cut model
+    doc = tp_run.run(str(tiny), [2], [(1, 64)], backend="gloo", command="t", layers=1)
+    assert doc["layers"] == 1 and doc["runs"][0]["collective_modules"] == 1 * 2 + 2
+    (row,) = tp_compare.compare(doc, api.load_hardware("h200"))
+    graph = api.load_workload(f"hf:{tiny}", {"batch": 1, "context": 64, "tp": 2, "layers": 1},
+                              "decode")
+    assert sum(op.kind in ("all_reduce", "all_gather") for op in graph.ops) == 4
+    assert 0 < row.predicted_link_s < row.predicted_s
+
+
 def test_comparison_arithmetic_by_hand():
     # 10 ms measured, 8 ms of it compute: 2 ms of link; predicted 9 ms of which 1.5 ms link
     r = tp_compare.TPComparison(8, 16, 1024, "graph", 10e-3, 8e-3, 9e-3, 1.5e-3)
@@ -121,6 +133,7 @@ def test_default_cases():
     assert tp_run.cases("decode", {}) == [(1, 1024), (16, 1024), (64, 1024), (16, 4096)]
     assert tp_run.cases("decode", {"batch": 8, "context": 2048}) == [(8, 2048)]
     assert tp_run.cases("prefill", {"seq": 4096}) == [(1, 4096)]
+    assert tp_run.cases("decode", {"layers": 1}) == tp_run.cases("decode", {})
 
 
 ROOT_DIR = Path(__file__).resolve().parent.parent

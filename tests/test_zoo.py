@@ -209,3 +209,26 @@ def test_weight_bytes_follow_the_configs_dtype(tmp_path):
     (tmp_path / "int.json").write_text(json.dumps({**config, "torch_dtype": "int8"}))
     assert _error(zoo.model_info, str(tmp_path / "int.json")).endswith(
         "int.json: dtype 'int8' is not a weight dtype rooflab knows (bfloat16, float16, float32)")
+
+
+def test_first_layers_cuts_the_model_and_its_per_layer_lists():
+    cfg = {"model_type": "gemma3_text", "num_hidden_layers": 4,
+           "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention",
+                           "full_attention"], "hidden_size": 8}
+    one = zoo.first_layers(cfg, 1)
+    assert one["num_hidden_layers"] == 1 and one["layer_types"] == ["sliding_attention"]
+    assert one["hidden_size"] == 8 and cfg["num_hidden_layers"] == 4     # the original stays
+    assert zoo.first_layers(cfg, 0) is cfg and zoo.first_layers(cfg, 4) == cfg
+    assert "the model has 4 decoder layers" in _error(zoo.first_layers, cfg, 5)
+
+
+def test_one_layer_of_llama3_8b_by_hand():
+    pytest.importorskip("transformers")
+    from rooflab import api
+    g = api.load_workload("hf:llama3-8b", {"layers": 1, "batch": 1, "context": 1024}, "decode")
+    # decode b1: one layer's 7 GEMMs (q 4096x4096, k and v 4096x1024, o 4096x4096, gate and
+    # up 4096x14336, down 14336x4096) and lm_head 4096x128256, 2 FLOPs per weight
+    weights = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 4096 * 128256
+    pred = api.predict_graph(g, api.load_hardware("h200"), "unfused", "graph")
+    assert sum(k.tensor_flops for k in pred.kernels if "matmul" in k.kinds) == 2 * weights
+    assert g.params["layers"] == 1

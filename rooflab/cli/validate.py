@@ -175,9 +175,10 @@ def _validate_tp(hw, workload, gpu: bool, from_file, output, force, phase: str, 
         from rooflab.validate import tp_run
         model = workload[3:]
         _, config, path = zoo.resolve_config(model)
-        for n in tps:
-            zoo.shard_config(config, n, str(path))      # a degree that does not divide: now
         sizes = tp_run.cases(phase, sets)
+        layers = sets.get("layers", 0)
+        for n in tps:                   # a layer count or degree that does not fit: now
+            zoo.shard_config(zoo.first_layers(config, layers, str(path)), n, str(path))
         if not gpu:
             raise RooflabError("validate --tp runs the step only with --gpu (or use --from FILE)")
         from rooflab.validate import gpu as vgpu
@@ -190,7 +191,7 @@ def _validate_tp(hw, workload, gpu: bool, from_file, output, force, phase: str, 
         if out.exists() and not force:
             raise RooflabError(f"{out} exists; pass --force to overwrite it")
         doc = tp_run.run(model, tps, sizes, phase,
-                         command="rooflab " + " ".join(sys.argv[1:]))
+                         command="rooflab " + " ".join(sys.argv[1:]), layers=layers)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(doc, indent=1) + "\n")
     for line in tp_compare.render(tp_compare.compare(doc, hw)).splitlines():

@@ -85,10 +85,11 @@ def _cache_names(cache) -> dict[int, str]:
 
 def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
              context: int = 1024, dtype: str = "bf16", logit_tokens: int = 1,
-             tp: int = 1) -> Graph:
+             tp: int = 1, layers: int = 0) -> Graph:
     """The rooflab Graph of one step of a Hugging Face model. `source`: a bundled model name
     (`rooflab models`) or a path to a config.json; with `tp` > 1, what one of `tp`
-    tensor-parallel GPUs runs (zoo.shard_config; rooflab.shard adds the collectives). `batch`
+    tensor-parallel GPUs runs (zoo.shard_config; rooflab.shard adds the collectives); with
+    `layers` > 0, the model cut to its first `layers` decoder layers (zoo.first_layers). `batch`
     sequences; decode: one token against
     `context` cached tokens; prefill: `seq` tokens, the lm_head computing logits for the last
     `logit_tokens` of them (0, or seq and more: all); extend: `seq` new tokens whose cache
@@ -102,7 +103,7 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
         raise RooflabError(f"--set logit_tokens: must be a whole number of positions (0: all), "
                            f"got {logit_tokens}")
     name, config, path = zoo.resolve_config(source)
-    config = zoo.shard_config(config, tp, str(path))
+    config = zoo.shard_config(zoo.first_layers(config, layers, str(path)), tp, str(path))
     model = zoo.meta_model(config, dtype, source=path)
     kwargs, names = step_inputs(model.config, phase, batch, seq, context, "meta")
     # a decode step is one token: its logits are all there is to keep
@@ -131,7 +132,7 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
     params = {"batch": batch, **({"context": context} if phase == "decode" else
                                  {"seq": seq, "logit_tokens": logit_tokens if keep else seq}),
               **({"context": context} if phase == "extend" else {}),
-              **({"tp": tp} if tp > 1 else {})}
+              **({"tp": tp} if tp > 1 else {}), **({"layers": layers} if layers else {})}
     shown = ", ".join(f"{k} {v}" for k, v in params.items() if k != "logit_tokens")
     if phase != "decode":
         shown += (f", logits of the last {logit_tokens} position{'s' * (logit_tokens > 1)}"

@@ -67,10 +67,12 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
         if inputs:
             raise RooflabError("--input is for py: sources; an hf: model's inputs come from "
                                "--phase and --set batch/seq/context/logit_tokens")
-        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep", "sp"}
+        unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep", "sp",
+                               "layers"}
         if unknown:
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
-                               "context, logit_tokens, tp and ep (and sp, as --sp sets it)")
+                               "context, logit_tokens, layers, tp and ep (and sp, as --sp "
+                               "sets it)")
         for key in ("tp", "ep"):
             if key in sets and (not isinstance(sets[key], int) or sets[key] < 1):
                 raise RooflabError(f"--{key} {sets[key]}: expected a positive number of GPUs")

@@ -236,6 +236,24 @@ def list_models() -> list[ModelInfo]:
     return [model_info(n) for n in bundled_names()]
 
 
+def first_layers(config: dict, layers: int, file: str = "") -> dict:
+    """The config of the model cut to its first `layers` decoder layers (0: all of them), with
+    every per-layer list (layer_types, ...) cut alike: one layer's cost, or a few layers', with
+    the embedding and lm_head around them. RooflabError in one line when the model has fewer."""
+    if layers == 0:
+        return config
+    n = config.get("num_hidden_layers")
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers < 0:
+        raise RooflabError(f"--set layers={layers}: a number of decoder layers", file=file or None)
+    if not isinstance(n, int) or layers > n:
+        raise RooflabError(f"--set layers={layers}: the model has {n} decoder layers",
+                           file=file or None)
+    out = {k: (v[:layers] if isinstance(v, list) and len(v) == n and n != layers else v)
+           for k, v in config.items()}
+    out["num_hidden_layers"] = layers
+    return out
+
+
 def shard_config(config: dict, tp: int, file: str = "") -> dict:
     """The config of what one of `tp` GPUs holds under Megatron-style tensor parallelism:
     attention heads, KV heads (replicated when there are fewer than `tp`: each GPU keeps one),

@@ -73,6 +73,9 @@ def check(doc: dict, where: str = "run") -> dict:
         raise RooflabError(f"{where}: not a tensor-parallel run ({SCHEMA})")
     if doc.get("phase") not in ("decode", "prefill") or not isinstance(doc.get("source"), str):
         raise RooflabError(f"{where}: needs its source (a model) and phase (decode or prefill)")
+    layers = doc.get("layers", 0)
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers < 0:
+        raise RooflabError(f"{where}: layers must be a number of decoder layers (0: all)")
     if not isinstance(doc.get("provenance"), dict):
         raise RooflabError(f"{where}: provenance must be a mapping")
     runs = doc.get("runs")
@@ -123,6 +126,8 @@ def compare(doc: dict, hw: Hardware) -> list[TPComparison]:
             # a prefill is timed without logits_to_keep: it computes every position's logits
             sets = ({"batch": row["batch"], "context": row["tokens"]} if decode else
                     {"batch": row["batch"], "seq": row["tokens"], "logit_tokens": 0})
+            if doc.get("layers"):
+                sets["layers"] = doc["layers"]
             graph = source.load(f"hf:{doc['source']}", {**sets, "tp": r["tp"]}, doc["phase"])
             alone = _without_collectives(graph)
             for mode, spec in (("graph", hw), ("eager", eager_hw)):

@@ -147,7 +147,7 @@ def _dispatch_s(torch, device, sync, ops: int = 200) -> float:
 
 
 def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phase: str,
-               cases, queue) -> None:
+               cases, layers: int, queue) -> None:
     os.environ.update(MULTICAST_OFF)
     import torch
     import torch.distributed as dist
@@ -168,8 +168,8 @@ def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phas
         sync()
     try:
         _, config, _ = zoo.resolve_config(source)
-        fields = {k: v for k, v in zoo.shard_config(config, world).items()
-                  if not k.startswith("_")}
+        fields = {k: v for k, v in zoo.shard_config(zoo.first_layers(config, layers),
+                                                    world).items() if not k.startswith("_")}
         cfg = AutoConfig.for_model(fields.pop("model_type"), **fields)
         with torch.device(device):
             model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16,
@@ -204,10 +204,11 @@ def _rank_main(rank: int, world: int, port: int, backend: str, source: str, phas
 
 
 def run(source: str, tps, cases, phase: str = "decode", backend: str = "nccl",
-        command: str = "") -> dict:
+        command: str = "", layers: int = 0) -> dict:
     """The rooflab.tp-run/1 document of `source` (a bundled model name or a config.json path)
-    at each tensor-parallel degree of `tps`, per case (batch, tokens): {schema, source, phase,
-    provenance, runs: [{tp, collective_modules, dispatch_s, rows: [{batch, tokens, eager_s,
+    at each tensor-parallel degree of `tps`, per case (batch, tokens), the model cut to its first
+    `layers` decoder layers where that is not 0 (zoo.first_layers: one sharded layer's step):
+    {schema, source, phase, layers, provenance, runs: [{tp, collective_modules, dispatch_s, rows: [{batch, tokens, eager_s,
     eager_s_compute, graph_s, graph_s_compute}]}]}; times in seconds, graph times only on GPUs."""
     import torch.multiprocessing as mp
     os.environ.update(MULTICAST_OFF)
@@ -215,13 +216,13 @@ def run(source: str, tps, cases, phase: str = "decode", backend: str = "nccl",
     for tp in tps:
         queue = mp.get_context("spawn").SimpleQueue()
         spawn(_rank_main, tp, (tp, free_port(), backend, str(source), phase,
-                               tuple(map(tuple, cases)), queue))
+                               tuple(map(tuple, cases)), layers, queue))
         runs.append({"tp": tp, **queue.get()})
     import transformers
     prov = provenance(max(tps), backend, command)
     prov["transformers"] = transformers.__version__
-    return {"schema": SCHEMA, "source": str(source), "phase": phase, "provenance": prov,
-            "runs": runs}
+    return {"schema": SCHEMA, "source": str(source), "phase": phase, "layers": layers,
+            "provenance": prov, "runs": runs}
 
 
 def cases(phase: str, sets: dict) -> list[tuple[int, int]]:
@@ -233,9 +234,10 @@ def cases(phase: str, sets: dict) -> list[tuple[int, int]]:
         raise RooflabError(f"--phase {phase}: a tensor-parallel run times "
                            f"{' or '.join(PHASES)}")
     size = "context" if phase == "decode" else "seq"
-    unused = sorted(set(sets) - {"batch", size})
+    unused = sorted(set(sets) - {"batch", size, "layers"})
     if unused:
-        raise RooflabError(f"--set {unused[0]}: a {phase} run takes batch and {size}")
+        raise RooflabError(f"--set {unused[0]}: a {phase} run takes batch, {size} and layers")
+    sets = {k: v for k, v in sets.items() if k != "layers"}
     for key in ("batch", size):
         v = sets.get(key, 1)
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
