@@ -13,7 +13,7 @@ from rooflab import schedule  # noqa: E402
 from rooflab.kernel_families import FAMILIES, eager_family  # noqa: E402
 from rooflab.ops import view_roots  # noqa: E402
 from rooflab.trace import trace_module  # noqa: E402
-from rooflab.validate import torch_run, torch_suite  # noqa: E402
+from rooflab.validate import torch_programs, torch_run, torch_suite  # noqa: E402
 from rooflab.validate.torch_suite import CASES, EXTRA_FAMILIES, SPLITS  # noqa: E402
 
 _CPU_MAX_BYTES = 16 * 2**20      # run on the CPU only cases this small (inputs + weights)
@@ -141,7 +141,7 @@ def test_small_case_runs_on_the_cpu(case):
     mod = case.build("cpu")
     inputs = case.make_inputs("cpu")
     for spec, t in zip(case.inputs, inputs):
-        assert tuple(t.shape) == spec.shape and t.dtype == torch_suite.torch_dtype(spec.dtype)
+        assert tuple(t.shape) == spec.shape and t.dtype == torch_programs.torch_dtype(spec.dtype)
         if spec.fill == "index":
             assert 0 <= int(t.min()) and int(t.max()) < spec.high
     with torch.no_grad():
@@ -198,7 +198,7 @@ def test_cpu_run_gives_the_schema(tmp_path):
 
 def test_cpu_run_records_errors_and_stops_at_the_budget():
     bad = torch_suite.Case("broken_case", "elementwise", "calibration",
-                           torch_suite._program(lambda x: x.view(3, -1), "Broken"),
+                           torch_programs.program(lambda x: x.view(3, -1), "Broken"),
                            (torch_suite.Input("x", (1024,)),))
     ok = next(c for c in CASES if c.id == "add_2K_bf16")
     result = torch_run.run([bad, ok], device="cpu", budget_s=60, command="")

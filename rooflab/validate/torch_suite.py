@@ -13,7 +13,8 @@ Families are rooflab.kernel_families.FAMILIES keys, plus `gemm`, `bmm`, `sdpa` (
 GEMM and attention models, not a bandwidth curve) and `step` (multi-op programs timed whole:
 SwiGLU MLP, rms_norm + linear, a small Llama-like decoder layer, a pointwise chain).
 
-torch is imported only when a case is built or its inputs made.
+torch is imported only when a case is built or its inputs made; the programs are in
+rooflab.validate.torch_programs.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from math import prod
 from typing import Callable
 
 from rooflab.kernel_families import SMALL_INDEX_MAX, softmax_family
+from rooflab.validate.torch_programs import (chain, chain_bias, decoder_builder, functional,
+                                             mlp_builder, program, rmsnorm_linear_builder,
+                                             torch_dtype, torch_module)
 
 SPLITS = ("calibration", "validation")
 EXTRA_FAMILIES = ("gemm", "bmm", "sdpa", "step")
@@ -103,133 +107,6 @@ class Case:
         return out
 
 
-def torch_dtype(name: str):
-    import torch
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-            "int64": torch.int64, "bool": torch.bool}[name]
-
-
-# ---- the programs ----------------------------------------------------------------------------
-
-def _program(fn: Callable, name: str):
-    """A module factory whose forward is fn(*inputs); the class is named for the program so a
-    trace and a profile say what ran."""
-    def build(device: str = "meta"):
-        import torch.nn as nn
-        cls = type(name, (nn.Module,), {"forward": lambda self, *a: fn(*a)})
-        return cls()
-    return build
-
-
-def _F():
-    import torch.nn.functional as F
-    return F
-
-
-def _torch():
-    import torch
-    return torch
-
-
-def _mlp_builder(d: int, f: int, dtype: str):
-    def build(device: str = "meta"):
-        import torch.nn as nn
-        import torch.nn.functional as F
-
-        class SwiGLU(nn.Module):
-            def __init__(self):
-                super().__init__()
-                kw = dict(bias=False, device=device, dtype=torch_dtype(dtype))
-                self.gate, self.up, self.down = nn.Linear(d, f, **kw), nn.Linear(d, f, **kw), \
-                    nn.Linear(f, d, **kw)
-
-            def forward(self, x):
-                return self.down(F.silu(self.gate(x)) * self.up(x))
-        return SwiGLU()
-    return build
-
-
-def _rmsnorm_linear_builder(d: int, n: int, dtype: str):
-    def build(device: str = "meta"):
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-
-        class RMSNormLinear(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.weight = nn.Parameter(torch.ones(d, device=device, dtype=torch_dtype(dtype)))
-                self.proj = nn.Linear(d, n, bias=False, device=device, dtype=torch_dtype(dtype))
-
-            def forward(self, x):
-                return self.proj(F.rms_norm(x, (d,), self.weight, 1e-6))
-        return RMSNormLinear()
-    return build
-
-
-def _decoder_builder(d: int, heads: int, kv_heads: int, f: int, dtype: str):
-    """A Llama-like decoder layer (prefill, causal): rms_norm, fused-free q/k/v projections,
-    rotary (rotate-half), SDPA, o_proj, residual, rms_norm, SwiGLU MLP, residual."""
-    hd = d // heads
-
-    def build(device: str = "meta"):
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-        kw = dict(bias=False, device=device, dtype=torch_dtype(dtype))
-
-        def rotate(x, cos, sin):
-            half = x.shape[-1] // 2
-            rot = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-            return x * cos + rot * sin
-
-        class DecoderLayer(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.ln1 = nn.Parameter(torch.ones(d, device=device, dtype=torch_dtype(dtype)))
-                self.ln2 = nn.Parameter(torch.ones(d, device=device, dtype=torch_dtype(dtype)))
-                self.q = nn.Linear(d, heads * hd, **kw)
-                self.k = nn.Linear(d, kv_heads * hd, **kw)
-                self.v = nn.Linear(d, kv_heads * hd, **kw)
-                self.o = nn.Linear(heads * hd, d, **kw)
-                self.mlp = _mlp_builder(d, f, dtype)(device)
-
-            def forward(self, x, cos, sin):
-                b, s, _ = x.shape
-                h = F.rms_norm(x, (d,), self.ln1, 1e-6)
-                q = self.q(h).view(b, s, heads, hd).transpose(1, 2)
-                k = self.k(h).view(b, s, kv_heads, hd).transpose(1, 2)
-                v = self.v(h).view(b, s, kv_heads, hd).transpose(1, 2)
-                q, k = rotate(q, cos, sin), rotate(k, cos, sin)
-                if kv_heads != heads:          # GQA as eager Llama runs it: repeat the KV heads
-                    k = k.repeat_interleave(heads // kv_heads, dim=1)
-                    v = v.repeat_interleave(heads // kv_heads, dim=1)
-                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                x = x + self.o(a.transpose(1, 2).reshape(b, s, heads * hd))
-                return x + self.mlp(F.rms_norm(x, (d,), self.ln2, 1e-6))
-        return DecoderLayer()
-    return build
-
-
-def _chain(x, y):
-    """Five pointwise ops over same-shaped tensors (eager: five kernels)."""
-    torch = _torch()
-    t = x * y
-    t = t + x
-    t = torch.sigmoid(t)
-    t = t * y
-    return t - 1.0
-
-
-def _chain_bias(x, b):
-    """Four pointwise ops, a bias broadcast among them (a GELU-bias-scale tail)."""
-    F = _F()
-    t = x + b
-    t = F.gelu(t)
-    t = t * 0.5
-    return t.to(_torch().float32)
-
-
 # ---- the sizes -------------------------------------------------------------------------------
 
 def _size_tag(n: int) -> str:
@@ -265,7 +142,7 @@ class _Builder:
 
 def _cases() -> list[Case]:
     B = _Builder()
-    F, T = _F, _torch
+    F, T = functional, torch_module
 
     # elementwise: numel from 2K (4 KB of bf16) to 128M (256 MB each, 768 MB moved by an add)
     sizes = [2048, 65536, 2**20, 2**22, 2**24, 2**26, 2**27]
@@ -277,12 +154,12 @@ def _cases() -> list[Case]:
         family = "cast" if op.startswith("cast") else \
             "elementwise_transcendental" if op == "silu" else "elementwise"
         B.variant(family, op, [
-            (f"{op}_{_size_tag(n)}_{dt}", _program(fn, f"Elementwise_{op}"),
+            (f"{op}_{_size_tag(n)}_{dt}", program(fn, f"Elementwise_{op}"),
              [Input(nm, (n,), dt) for nm in ("x", "y")[:n_in]]) for n in sizes],
             compile_at=(2, 5) if op in ("add", "silu") else ())
         if op != "mul":
             B.calibration(family, op, [
-                (f"{op}_{_size_tag(n)}_{dt}", _program(fn, f"Elementwise_{op}"),
+                (f"{op}_{_size_tag(n)}_{dt}", program(fn, f"Elementwise_{op}"),
                  [Input(nm, (n,), dt) for nm in ("x", "y")[:n_in]])
                 for n in (2**18, 2**21, 2**23, 2**25)])
 
@@ -291,47 +168,47 @@ def _cases() -> list[Case]:
     shapes = [(2, 1024), (64, 4096), (512, 4096), (4096, 4096), (16384, 4096), (65536, 4096),
               (131072, 4096)]
     B.variant("elementwise_broadcast", "bias_add", [
-        (f"bias_add_{t}x{d}_bf16", _program(lambda x, b: x + b, "BiasAdd"),
+        (f"bias_add_{t}x{d}_bf16", program(lambda x, b: x + b, "BiasAdd"),
          [Input("x", (t, d)), Input("b", (d,))]) for t, d in shapes], compile_at=(3,))
     B.variant("elementwise_broadcast", "row_scale", [
-        (f"row_scale_{t}x{d}_bf16", _program(lambda x, s: x * s, "RowScale"),
+        (f"row_scale_{t}x{d}_bf16", program(lambda x, s: x * s, "RowScale"),
          [Input("x", (t, d)), Input("s", (t, 1))]) for t, d in shapes[1:]])
 
     # reductions over the last axis and over the first
     rshapes = [(2, 1024), (64, 4096), (1024, 4096), (8192, 4096), (32768, 4096), (131072, 4096)]
     B.variant("reduce_row", "sum", [
-        (f"sum_row_{t}x{d}_bf16", _program(lambda x: x.sum(-1), "RowSum"), [Input("x", (t, d))])
+        (f"sum_row_{t}x{d}_bf16", program(lambda x: x.sum(-1), "RowSum"), [Input("x", (t, d))])
         for t, d in rshapes], compile_at=(3,))
     between = [(16, 4096), (256, 4096), (2048, 4096)]
     B.calibration("reduce_row", "sum", [
-        (f"sum_row_{t}x{d}_bf16", _program(lambda x: x.sum(-1), "RowSum"), [Input("x", (t, d))])
+        (f"sum_row_{t}x{d}_bf16", program(lambda x: x.sum(-1), "RowSum"), [Input("x", (t, d))])
         for t, d in between])
     B.variant("reduce_row", "amax", [
-        (f"amax_row_{t}x{d}_fp32", _program(lambda x: x.amax(-1), "RowMax"),
+        (f"amax_row_{t}x{d}_fp32", program(lambda x: x.amax(-1), "RowMax"),
          [Input("x", (t, d), "fp32")]) for t, d in rshapes[:-1]])
     B.variant("reduce_column", "sum", [
-        (f"sum_col_{t}x{d}_bf16", _program(lambda x: x.sum(0), "ColumnSum"),
+        (f"sum_col_{t}x{d}_bf16", program(lambda x: x.sum(0), "ColumnSum"),
          [Input("x", (t, d))]) for t, d in rshapes], compile_at=(3,))
     B.calibration("reduce_column", "sum", [
-        (f"sum_col_{t}x{d}_bf16", _program(lambda x: x.sum(0), "ColumnSum"),
+        (f"sum_col_{t}x{d}_bf16", program(lambda x: x.sum(0), "ColumnSum"),
          [Input("x", (t, d))]) for t, d in between])
     B.variant("reduce_column", "mean", [
-        (f"mean_col_{t}x{d}_fp32", _program(lambda x: x.mean(0), "ColumnMean"),
+        (f"mean_col_{t}x{d}_fp32", program(lambda x: x.mean(0), "ColumnMean"),
          [Input("x", (t, d), "fp32")]) for t, d in rshapes[:-1]])
 
     # reduce_all: x.sum() of a 1-D fp32 tensor, 4 KB to 1 GB
     B.variant("reduce_all", "sum", [
-        (f"sum_all_{_size_tag(n)}_fp32", _program(lambda x: x.sum(), "TotalSum"),
+        (f"sum_all_{_size_tag(n)}_fp32", program(lambda x: x.sum(), "TotalSum"),
          [Input("x", (n,), "fp32")])
         for n in (1024, 32768, 2**20, 2**22, 2**24, 2**26, 2**28)], compile_at=(4,))
     B.calibration("reduce_all", "sum", [
-        (f"sum_all_{_size_tag(n)}_fp32", _program(lambda x: x.sum(), "TotalSum"),
+        (f"sum_all_{_size_tag(n)}_fp32", program(lambda x: x.sum(), "TotalSum"),
          [Input("x", (n,), "fp32")]) for n in (2**13, 2**17, 2**21, 2**23)])
 
     # softmax over rows: long vocab-like rows and attention-like rows; ATen picks its kernel
     # by the row's length (kernel_families.eager_family), so each row is that kernel's family
     def softmax_rows(shapes, dt):
-        return [(f"softmax_{t}x{d}_{dt}", _program(lambda x: T().softmax(x, -1), "Softmax"),
+        return [(f"softmax_{t}x{d}_{dt}", program(lambda x: T().softmax(x, -1), "Softmax"),
                  [Input("x", (t, d), dt)]) for t, d in shapes]
 
     sm_shapes = ((1, 2048), (64, 1024), (256, 4096), (128, 128256), (4096, 4096),
@@ -360,30 +237,30 @@ def _cases() -> list[Case]:
                (65536, 8192)]
     B.variant("layer_norm", "bf16", [
         (f"layer_norm_{t}x{d}_bf16",
-         _program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
+         program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
          [Input("x", (t, d)), Input("w", (d,)), Input("b", (d,))]) for t, d in nshapes],
         compile_at=(3, 5))
     nbetween = [(4, 4096), (64, 4096), (1024, 4096), (16384, 4096)]
     B.calibration("layer_norm", "bf16", [
         (f"layer_norm_{t}x{d}_bf16",
-         _program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
+         program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
          [Input("x", (t, d)), Input("w", (d,)), Input("b", (d,))]) for t, d in nbetween])
     B.variant("layer_norm", "fp32", [
         (f"layer_norm_{t}x{d}_fp32",
-         _program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
+         program(lambda x, w, b: F().layer_norm(x, (x.shape[-1],), w, b, 1e-5), "LayerNorm"),
          [Input("x", (t, d), "fp32"), Input("w", (d,), "fp32"), Input("b", (d,), "fp32")])
         for t, d in ((64, 1024), (4096, 4096))])
     B.variant("rms_norm", "bf16", [
         (f"rms_norm_{t}x{d}_bf16",
-         _program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
+         program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
          [Input("x", (t, d)), Input("w", (d,))]) for t, d in nshapes], compile_at=(1, 3, 5))
     B.calibration("rms_norm", "bf16", [
         (f"rms_norm_{t}x{d}_bf16",
-         _program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
+         program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
          [Input("x", (t, d)), Input("w", (d,))]) for t, d in nbetween])
     B.variant("rms_norm", "fp32", [
         (f"rms_norm_{t}x{d}_fp32",
-         _program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
+         program(lambda x, w: F().rms_norm(x, (x.shape[-1],), w, 1e-6), "RMSNorm"),
          [Input("x", (t, d), "fp32"), Input("w", (d,), "fp32")])
         for t, d in ((64, 1024), (4096, 4096))])
 
@@ -391,7 +268,7 @@ def _cases() -> list[Case]:
     # ids take ATen's small-index kernel
     def llama_embedding(t: int):
         return (f"embedding_{t}x4096_v128256_bf16",
-                _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
+                program(lambda table, ids: F().embedding(ids, table), "Embedding"),
                 [Input("table", (128256, 4096)), Input("ids", (t,), "int64", "index",
                                                        high=128256)])
     emb_rows = (1, 16, 128, 1024, 4096, 16384, 65536)
@@ -403,7 +280,7 @@ def _cases() -> list[Case]:
     B.calibration("embedding", "llama3", [llama_embedding(t) for t in (512, 2048)])
     def small_embedding(t: int):
         return (f"embedding_{t}x128_v32000_fp32",
-                _program(lambda table, ids: F().embedding(ids, table), "Embedding"),
+                program(lambda table, ids: F().embedding(ids, table), "Embedding"),
                 [Input("table", (32000, 128), "fp32"), Input("ids", (t,), "int64", "index",
                                                               high=32000)])
     B.variant("embedding", "small_table", [small_embedding(t) for t in (64, 8192)])
@@ -413,14 +290,14 @@ def _cases() -> list[Case]:
     def kv_write(cache, pos, new):
         return cache.index_copy_(1, pos, new)
     B.variant("index_copy", "kv_cache", [
-        (f"index_copy_b{b}_s{s}_t{t}_h8_d128_bf16", _program(kv_write, "KVCacheWrite"),
+        (f"index_copy_b{b}_s{s}_t{t}_h8_d128_bf16", program(kv_write, "KVCacheWrite"),
          [Input("cache", (b, s, 8, 128)), Input("pos", (t,), "int64", "arange", low=s // 2),
           Input("new", (b, t, 8, 128))])
         for b, s, t in ((1, 1024, 1), (1, 4096, 512), (8, 4096, 1), (4, 8192, 2048),
                         (8, 16384, 8192), (64, 4096, 1), (16, 32768, 16384))],
         compile_at=(1,))
     B.calibration("index_copy", "kv_cache", [
-        (f"index_copy_b{b}_s{s}_t{t}_h8_d128_bf16", _program(kv_write, "KVCacheWrite"),
+        (f"index_copy_b{b}_s{s}_t{t}_h8_d128_bf16", program(kv_write, "KVCacheWrite"),
          [Input("cache", (b, s, 8, 128)), Input("pos", (t,), "int64", "arange", low=s // 2),
           Input("new", (b, t, 8, 128))]) for b, s, t in ((1, 2048, 128), (2, 4096, 1024))])
 
@@ -432,66 +309,66 @@ def _cases() -> list[Case]:
             return k[:, :, None, :, :].expand(b, h, rep, s, d).reshape(b, h * rep, s, d)
         return fn
     B.variant("copy_broadcast", "repeat_kv4", [
-        (f"repeat_kv4_b{b}_h8_s{s}_d128_bf16", _program(repeat_kv(4), "RepeatKV"),
+        (f"repeat_kv4_b{b}_h8_s{s}_d128_bf16", program(repeat_kv(4), "RepeatKV"),
          [Input("k", (b, 8, s, 128))])
         for b, s in ((1, 16), (1, 512), (1, 4096), (4, 4096), (16, 2048), (16, 4096),
                      (64, 2048), (64, 4096))])
     B.variant("copy_broadcast", "repeat_kv7", [
-        (f"repeat_kv7_b{b}_h{h}_s{s}_d128_bf16", _program(repeat_kv(7), "RepeatKV"),
+        (f"repeat_kv7_b{b}_h{h}_s{s}_d128_bf16", program(repeat_kv(7), "RepeatKV"),
          [Input("k", (b, h, s, 128))])
         for b, h, s in ((1, 2, 1024), (4, 2, 4096), (16, 4, 1024), (16, 4, 4096),
                         (64, 4, 4096))])
 
     # cat of two tensors along the first and the last axis
     B.variant("cat", "dim0", [
-        (f"cat_dim0_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], 0), "Cat0"),
+        (f"cat_dim0_2x{t}x{d}_bf16", program(lambda x, y: T().cat([x, y], 0), "Cat0"),
          [Input("x", (t, d)), Input("y", (t, d))])
         for t, d in ((1, 2048), (256, 4096), (4096, 4096), (32768, 4096))], compile_at=(2,))
     B.variant("cat", "dim_last", [
-        (f"cat_dimlast_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], -1), "CatLast"),
+        (f"cat_dimlast_2x{t}x{d}_bf16", program(lambda x, y: T().cat([x, y], -1), "CatLast"),
          [Input("x", (t, d)), Input("y", (t, d))])
         for t, d in ((64, 128), (2048, 1024), (16384, 4096), (65536, 2048))], compile_at=(2,))
     B.calibration("cat", "dim_last", [
-        (f"cat_dimlast_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], -1), "CatLast"),
+        (f"cat_dimlast_2x{t}x{d}_bf16", program(lambda x, y: T().cat([x, y], -1), "CatLast"),
          [Input("x", (t, d)), Input("y", (t, d))]) for t, d in ((512, 1024), (4096, 2048))])
     B.calibration("cat", "dim0", [
-        (f"cat_dim0_2x{t}x{d}_bf16", _program(lambda x, y: T().cat([x, y], 0), "Cat0"),
+        (f"cat_dim0_2x{t}x{d}_bf16", program(lambda x, y: T().cat([x, y], 0), "Cat0"),
          [Input("x", (t, d)), Input("y", (t, d))]) for t, d in ((1024, 4096),)])
 
     # GEMMs: square torch.mm, decode GEMV-like F.linear (M 1..16), addmm with bias, small-N
     # long-K (a router or LoRA-down shape) and fp32
     B.variant("gemm", "mm_square", [
-        (f"mm_{n}x{n}x{n}_bf16", _program(lambda a, b: T().mm(a, b), "MM"),
+        (f"mm_{n}x{n}x{n}_bf16", program(lambda a, b: T().mm(a, b), "MM"),
          [Input("a", (n, n)), Input("b", (n, n))])
         for n in (64, 256, 512, 1024, 2048, 4096, 6144, 8192)], compile_at=(5,))
     B.variant("gemm", "linear_decode", [
-        (f"linear_m{m}_n{n}_k{k}_bf16", _program(lambda x, w: F().linear(x, w), "Linear"),
+        (f"linear_m{m}_n{n}_k{k}_bf16", program(lambda x, w: F().linear(x, w), "Linear"),
          [Input("x", (m, k)), Input("w", (n, k))])
         for m, n, k in ((1, 4096, 4096), (4, 4096, 4096), (16, 4096, 4096), (1, 14336, 4096),
                         (8, 14336, 4096), (16, 4096, 14336), (1, 128256, 4096),
                         (16, 128256, 4096))])
     B.variant("gemm", "linear_bias", [
         (f"linear_bias_m{m}_n{n}_k{k}_bf16",
-         _program(lambda x, w, b: F().linear(x, w, b), "LinearBias"),
+         program(lambda x, w, b: F().linear(x, w, b), "LinearBias"),
          [Input("x", (m, k)), Input("w", (n, k)), Input("b", (n,))])
         for m, n, k in ((16, 1024, 1024), (512, 4096, 4096), (4096, 4096, 4096),
                         (8192, 14336, 4096))])
     B.variant("gemm", "addmm", [
-        (f"addmm_m{m}_n{n}_k{k}_bf16", _program(lambda b, x, w: T().addmm(b, x, w), "AddMM"),
+        (f"addmm_m{m}_n{n}_k{k}_bf16", program(lambda b, x, w: T().addmm(b, x, w), "AddMM"),
          [Input("b", (n,)), Input("x", (m, k)), Input("w", (k, n))])
         for m, n, k in ((128, 1024, 1024), (2048, 2048, 2048), (4096, 8192, 4096))])
     B.variant("gemm", "small_n_long_k", [
-        (f"mm_m{m}_n{n}_k{k}_bf16", _program(lambda a, b: T().mm(a, b), "MM"),
+        (f"mm_m{m}_n{n}_k{k}_bf16", program(lambda a, b: T().mm(a, b), "MM"),
          [Input("a", (m, k)), Input("b", (k, n))])
         for m, n, k in ((16, 16, 65536), (4096, 8, 4096), (4096, 64, 16384), (16384, 16, 8192),
                         (8192, 128, 32768))])
     B.variant("gemm", "mm_fp32", [
-        (f"mm_{n}x{n}x{n}_fp32", _program(lambda a, b: T().mm(a, b), "MM"),
+        (f"mm_{n}x{n}x{n}_fp32", program(lambda a, b: T().mm(a, b), "MM"),
          [Input("a", (n, n), "fp32"), Input("b", (n, n), "fp32")]) for n in (512, 4096)])
 
     # bmm: attention-shaped and MoE-like batches
     B.variant("bmm", "bf16", [
-        (f"bmm_b{b}_m{m}_n{n}_k{k}_bf16", _program(lambda a, c: T().bmm(a, c), "BMM"),
+        (f"bmm_b{b}_m{m}_n{n}_k{k}_bf16", program(lambda a, c: T().bmm(a, c), "BMM"),
          [Input("a", (b, m, k)), Input("c", (b, k, n))])
         for b, m, n, k in ((4, 64, 64, 64), (32, 128, 128, 128), (32, 512, 512, 128),
                            (8, 1024, 1024, 1024), (32, 1, 4096, 128), (64, 2048, 2048, 128),
@@ -511,65 +388,65 @@ def _cases() -> list[Case]:
         return [Input("q", (b, h, s, d), dt), Input("k", (b, h, lk, d), dt),
                 Input("v", (b, h, lk, d), dt)]
     B.variant("sdpa", "causal_flash", [
-        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_causal, "SDPACausal"),
+        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_bf16", program(sdpa_causal, "SDPACausal"),
          qkv(b, h, s, s, d)) for b, h, s, d in ((1, 8, 128, 64), (1, 32, 512, 128),
                                                 (4, 32, 1024, 128), (1, 32, 4096, 128),
                                                 (4, 32, 4096, 128), (1, 32, 16384, 128))])
     B.variant("sdpa", "float_mask", [
-        (f"sdpa_mask_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_mask, "SDPAMask"),
+        (f"sdpa_mask_b{b}_h{h}_s{s}_d{d}_bf16", program(sdpa_mask, "SDPAMask"),
          qkv(b, h, s, s, d) + [Input("m", (b, 1, s, s))])
         for b, h, s, d in ((1, 8, 128, 64), (2, 32, 1024, 128), (1, 32, 4096, 128),
                            (2, 32, 4096, 128))])
     B.variant("sdpa", "fp32", [
-        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_fp32", _program(sdpa_causal, "SDPACausal"),
+        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_fp32", program(sdpa_causal, "SDPACausal"),
          qkv(b, h, s, s, d, "fp32")) for b, h, s, d in ((1, 8, 256, 64), (1, 16, 2048, 128))])
     B.calibration("sdpa", "causal_flash", [
-        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_causal, "SDPACausal"),
+        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_bf16", program(sdpa_causal, "SDPACausal"),
          qkv(b, h, s, s, d)) for b, h, s, d in ((2, 32, 2048, 128), (1, 32, 8192, 128))])
     B.calibration("sdpa", "plain", [
-        (f"sdpa_plain_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_plain, "SDPAPlain"),
+        (f"sdpa_plain_b{b}_h{h}_s{s}_d{d}_bf16", program(sdpa_plain, "SDPAPlain"),
          qkv(b, h, s, s, d)) for b, h, s, d in ((1, 32, 2048, 128),)])
     B.calibration("sdpa", "float_mask", [
-        (f"sdpa_mask_b{b}_h{h}_s{s}_d{d}_bf16", _program(sdpa_mask, "SDPAMask"),
+        (f"sdpa_mask_b{b}_h{h}_s{s}_d{d}_bf16", program(sdpa_mask, "SDPAMask"),
          qkv(b, h, s, s, d) + [Input("m", (b, 1, s, s))]) for b, h, s, d in ((1, 16, 2048, 128),)])
     B.calibration("sdpa", "fp32", [
-        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_fp32", _program(sdpa_causal, "SDPACausal"),
+        (f"sdpa_causal_b{b}_h{h}_s{s}_d{d}_fp32", program(sdpa_causal, "SDPACausal"),
          qkv(b, h, s, s, d, "fp32")) for b, h, s, d in ((1, 16, 1024, 128), (2, 8, 4096, 64))])
     B.variant("sdpa", "decode", [
-        (f"sdpa_decode_b{b}_h{h}_l{lk}_d128_bf16", _program(sdpa_plain, "SDPADecode"),
+        (f"sdpa_decode_b{b}_h{h}_l{lk}_d128_bf16", program(sdpa_plain, "SDPADecode"),
          qkv(b, h, 1, lk, 128)) for b, h, lk in ((1, 32, 512), (8, 32, 2048), (32, 32, 4096),
                                                  (16, 32, 16384))])
 
     # decode against a static KV cache as transformers runs it: a boolean mask over the keys
     # (its dispatch converts the mask and picks a backend; cuDNN on the H200)
     B.variant("sdpa", "decode_bool_mask", [
-        (f"sdpa_decode_mask_b{b}_h{h}_l{lk}_d128_bf16", _program(sdpa_mask, "SDPADecodeMask"),
+        (f"sdpa_decode_mask_b{b}_h{h}_l{lk}_d128_bf16", program(sdpa_mask, "SDPADecodeMask"),
          qkv(b, h, 1, lk, 128) + [Input("m", (b, 1, 1, lk), "bool", "ones")])
         for b, h, lk in ((1, 32, 1024), (4, 32, 1024), (4, 32, 4096), (16, 32, 1024),
                          (16, 32, 4096), (64, 32, 1024), (64, 14, 4096), (64, 32, 4096))])
 
     # steps: multi-op programs timed whole (all compiled too: fusion is what compile buys)
     B.variant("step", "mlp", [
-        (f"mlp_t{t}_d{d}_f{f}_bf16", _mlp_builder(d, f, "bf16"), [Input("x", (t, d))])
+        (f"mlp_t{t}_d{d}_f{f}_bf16", mlp_builder(d, f, "bf16"), [Input("x", (t, d))])
         for t, d, f in ((1, 1024, 2816), (512, 2048, 5632), (16, 4096, 14336),
                         (2048, 4096, 14336))], compile_at=(0, 1, 2, 3))
     B.variant("step", "rmsnorm_linear", [
-        (f"rmsnorm_linear_t{t}_d{d}_n{n}_bf16", _rmsnorm_linear_builder(d, n, "bf16"),
+        (f"rmsnorm_linear_t{t}_d{d}_n{n}_bf16", rmsnorm_linear_builder(d, n, "bf16"),
          [Input("x", (t, d))])
         for t, d, n in ((1, 4096, 4096), (128, 4096, 6144), (2048, 4096, 6144),
                         (8192, 4096, 4096))], compile_at=(0, 1, 2, 3))
     B.variant("step", "decoder_layer", [
-        (f"decoder_layer_b{b}_s{s}_d{d}_bf16", _decoder_builder(d, d // 128, kv, f, "bf16"),
+        (f"decoder_layer_b{b}_s{s}_d{d}_bf16", decoder_builder(d, d // 128, kv, f, "bf16"),
          [Input("x", (b, s, d)), Input("cos", (s, 128)), Input("sin", (s, 128))])
         for b, s, d, kv, f in ((1, 16, 1024, 8, 2816), (1, 512, 2048, 16, 5632),
                                (1, 2048, 2048, 16, 5632), (4, 1024, 4096, 8, 14336))],
         compile_at=(0, 1, 2, 3))
     B.variant("step", "pointwise_chain", [
-        (f"pointwise_chain5_{_size_tag(n)}_bf16", _program(_chain, "PointwiseChain"),
+        (f"pointwise_chain5_{_size_tag(n)}_bf16", program(chain, "PointwiseChain"),
          [Input("x", (n,)), Input("y", (n,))]) for n in (2048, 2**20, 2**24, 2**26)],
         compile_at=(0, 1, 2, 3))
     B.variant("step", "bias_gelu_chain", [
-        (f"bias_gelu_chain4_{t}x{d}_bf16", _program(_chain_bias, "BiasGeluChain"),
+        (f"bias_gelu_chain4_{t}x{d}_bf16", program(chain_bias, "BiasGeluChain"),
          [Input("x", (t, d)), Input("b", (d,))]) for t, d in ((16, 4096), (16384, 4096))],
         compile_at=(0, 1))
     return B.cases
