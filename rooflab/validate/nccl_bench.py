@@ -27,8 +27,8 @@ import time
 
 from rooflab.collectives import KINDS, bus_factor
 from rooflab.errors import RooflabError
+from rooflab.validate.collective_compare import SCHEMA
 
-SCHEMA = "rooflab.collective-run/1"
 SIZES = tuple(4096 << k for k in range(19))          # 4 KB .. 1 GB
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                  "NVSHMEM_DISABLE_NVLS": "1"}

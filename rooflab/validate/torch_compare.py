@@ -37,6 +37,7 @@ import numpy as np
 
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
+from rooflab.validate.common import has_schema
 
 SCHEMA = "rooflab.torch-run/1"
 
@@ -128,12 +129,7 @@ def load(path: str | Path) -> dict:
 
 def is_run_file(path: str | Path) -> bool:
     """Whether `path` is a torch-suite run file (its schema is SCHEMA)."""
-    try:
-        with open(path) as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return f'"schema": "{SCHEMA}"' in head
+    return has_schema(path, SCHEMA)
 
 
 def inductor_kernel_counts(names: list[str]) -> tuple[int, int]:

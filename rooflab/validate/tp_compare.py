@@ -24,6 +24,7 @@ from pathlib import Path
 from rooflab.collectives import KINDS, without_switch
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
+from rooflab.validate.common import has_schema
 
 SCHEMA = "rooflab.tp-run/1"
 
@@ -102,11 +103,10 @@ def check(doc: dict, where: str = "run") -> dict:
 def _without_collectives(graph):
     """`graph` with its collective ops taken out, their readers reading the collective's
     input again: the step a run times with every collective skipped."""
-    from dataclasses import replace as _replace
     back = {op.outputs[0]: op.inputs[0] for op in graph.ops if op.kind in KINDS}
-    ops = tuple(_replace(op, inputs=tuple(back.get(t, t) for t in op.inputs))
+    ops = tuple(replace(op, inputs=tuple(back.get(t, t) for t in op.inputs))
                 for op in graph.ops if op.kind not in KINDS)
-    return _replace(graph, ops=ops, outputs=frozenset(back.get(t, t) for t in graph.outputs),
+    return replace(graph, ops=ops, outputs=frozenset(back.get(t, t) for t in graph.outputs),
                     tensors={n: t for n, t in graph.tensors.items() if n not in back})
 
 
@@ -171,12 +171,7 @@ def render(rows: list[TPComparison]) -> str:
 
 def is_run_file(path: str | Path) -> bool:
     """Whether `path` is a tensor-parallel run file (its schema is SCHEMA)."""
-    try:
-        with open(path) as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return f'"schema": "{SCHEMA}"' in head
+    return has_schema(path, SCHEMA)
 
 
 def load(path: str | Path) -> dict:

@@ -26,9 +26,9 @@ import statistics
 import time
 
 from rooflab.errors import RooflabError
+from rooflab.validate.tp_compare import SCHEMA
 from rooflab.validate.nccl_bench import MULTICAST_OFF, free_port, provenance, spawn
 
-SCHEMA = "rooflab.tp-run/1"
 PHASES = ("decode", "prefill")
 WARMUP, STEPS = 3, 10
 TIMES = ("eager_s", "eager_s_compute", "graph_s", "graph_s_compute")
