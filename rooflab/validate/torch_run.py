@@ -9,8 +9,9 @@ microseconds per call of the case's forward:
     graph_us            one call captured as a CUDA graph, replayed N times, per replay
     kernels             [{name, us}] per kernel of one call, in launch order (torch.profiler,
                         averaged over the profiled calls)
-    compiled_us         torch.compile (default mode), events over N calls
-    compiled_graph_us   torch.compile(mode="reduce-overhead")
+    compiled_us         torch.compile (default mode) after 10 warm-up calls: the median of 3
+                        windows of N calls bracketed by events (compiled_spread: max/min - 1)
+    compiled_graph_us   torch.compile(mode="reduce-overhead"), the same way
     compiled_kernels    the kernel names of one compiled call
 
 L2 is not flushed (`l2_flush: false`): small cases are timed back-to-back as a user's program
@@ -22,8 +23,10 @@ not reached within `budget_s` are marked `skipped: "budget"`.
 from __future__ import annotations
 
 import datetime
+import gc
 import math
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -35,6 +38,11 @@ _MAX_CALLS = 2000          # a 5 µs op: 2000 calls are 10 ms of host dispatch
 _SYNC_CALLS = 50           # synchronizing calls: each costs a host round trip
 _PROFILE_CALLS = 3
 _COMPILE_RESERVE_S = 0.4   # budget kept per case still to run when deciding to compile
+# A compiled call's first calls still settle (reduce-overhead records its CUDA graph on the
+# second or third, the caching allocator grows): warm past them, then take the median of
+# several windows, whose spread the entry keeps
+_COMPILED_WARM_CALLS = 10
+_COMPILED_WINDOWS = 3
 
 
 def _first_line(e: BaseException) -> str:
@@ -67,6 +75,19 @@ class _Clock:
         for _ in range(n):
             fn()
         return (time.perf_counter() - t0) * 1e6 / n
+
+    def windows_us(self, fn: Callable, n: int, windows: int) -> list[float]:
+        """per_call_us of `windows` consecutive windows of n calls, with the garbage collector
+        held off inside each (a collection in one window would be one call's outlier)."""
+        out = []
+        for _ in range(windows):
+            gc.collect()
+            gc.disable()
+            try:
+                out.append(self.per_call_us(fn, n))
+            finally:
+                gc.enable()
+        return out
 
     def host_per_call_us(self, fn: Callable, n: int) -> float:
         """Mean µs per call, each call followed by synchronize, on the host clock."""
@@ -319,9 +340,11 @@ def _time_compiled(torch, clock, mod, inputs, n, entry, profile, compile_ok):
         torch._dynamo.reset()       # each case's forward compiles afresh, under its own mode
         cm = torch.compile(mod) if mode is None else torch.compile(mod, mode=mode)
         t0 = time.perf_counter()
-        clock.warm(lambda: cm(*inputs), 3)
+        clock.warm(lambda: cm(*inputs), _COMPILED_WARM_CALLS)
         entry[key.replace("_us", "_warmup_s")] = round(time.perf_counter() - t0, 2)
-        entry[key] = round(clock.per_call_us(lambda: cm(*inputs), n), 3)
+        windows = clock.windows_us(lambda: cm(*inputs), n, _COMPILED_WINDOWS)
+        entry[key] = round(statistics.median(windows), 3)
+        entry[key.replace("_us", "_spread")] = round(max(windows) / min(windows) - 1, 3)
         if mode is None and profile:
             per = per_call_kernels(_profile(torch, lambda: cm(*inputs), 1), 1)
             entry["compiled_kernels"] = [k["name"] for k in per or []]
