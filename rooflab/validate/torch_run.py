@@ -12,7 +12,8 @@ microseconds per call of the case's forward:
     compiled_us         torch.compile (default mode) after 10 warm-up calls: the median of 3
                         windows of N calls bracketed by events (compiled_spread: max/min - 1)
     compiled_graph_us   torch.compile(mode="reduce-overhead"), the same way
-    compiled_kernels    the kernel names of one compiled call
+    compiled_kernels    the kernel names of one compiled call, in launch order
+    compiled_kernel_us  and their times (torch.profiler, averaged over the profiled calls)
 
 L2 is not flushed (`l2_flush: false`): small cases are timed back-to-back as a user's program
 runs them. On the CPU (device="cpu") only eager_us is measured, by time.perf_counter, so tests
@@ -346,8 +347,12 @@ def _time_compiled(torch, clock, mod, inputs, n, entry, profile, compile_ok):
         entry[key] = round(statistics.median(windows), 3)
         entry[key.replace("_us", "_spread")] = round(max(windows) / min(windows) - 1, 3)
         if mode is None and profile:
-            per = per_call_kernels(_profile(torch, lambda: cm(*inputs), 1), 1)
-            entry["compiled_kernels"] = [k["name"] for k in per or []]
+            # averaged over several calls where they launch the same kernels, else one call's
+            per = per_call_kernels(_profile(torch, lambda: cm(*inputs), _PROFILE_CALLS),
+                                   _PROFILE_CALLS) \
+                or per_call_kernels(_profile(torch, lambda: cm(*inputs), 1), 1) or []
+            entry["compiled_kernels"] = [k["name"] for k in per]
+            entry["compiled_kernel_us"] = [k["us"] for k in per]
         del cm
     torch._dynamo.reset()
 
