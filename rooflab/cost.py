@@ -38,7 +38,7 @@ from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
 from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, IMPLEMENTATIONS,
                                      attention_backend, curve_bytes, eager_family,
-                                     gathered_rows)
+                                     gathered_rows, priced_as)
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, compiled_notes, floor_s,
                             graph_launch_s, host_times)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
@@ -238,11 +238,12 @@ def aten_family(info: _Graphinfo, kernel: Kernel) -> str:
 def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str) -> dict:
     """The counts and times of `price_kernel`'s record."""
     g = info.graph
-    family = aten_family(info, kernel) if kernels == "aten" else ""
-    # eager SDPA: the backend PyTorch picks, at that backend's measured efficiency
+    aten = priced_as(kernels, kernel.anchor) == "aten"
+    family = aten_family(info, kernel) if aten else ""
+    # SDPA called through ATen: the backend PyTorch picks, at that backend's measured efficiency
     first = g.ops[kernel.ops[0]]
     backend = attention_backend(first, [g.tensors[t] for t in first.inputs]) \
-        if kernels == "aten" and len(kernel.ops) == 1 else None
+        if aten and len(kernel.ops) == 1 else None
     backend_eff = hw.attention_backend_efficiency.get(backend)
     if backend_eff:
         family = backend

@@ -10,6 +10,9 @@ copy runs at 4.3). So a kernel is priced for the implementation that runs it:
     `rooflab`  rooflab's generated kernels (the Triton validation suite): the spec's copy curve
     `aten`     eager PyTorch's ATen kernels: the family's curve from the spec's
                `kernel_families` (measured by calibration), else the copy curve (noted)
+    `inductor` torch.compile's: its extern calls (a cuBLAS GEMM, SDPA, a library op or a
+               collective: EXTERN_ROLES) run ATen's kernels and are priced as `aten`; the
+               Triton kernels it generates are priced as `rooflab`'s
 
 `eager_family(op, ins, outs, roots)` names the family of a one-op kernel (None where the op is
 not priced by its bytes' bandwidth: GEMMs, attention, collectives, views). FAMILIES documents
@@ -26,7 +29,18 @@ from math import prod
 from rooflab.graph import Op, Tensor
 from rooflab.ops import KINDS, Role
 
-IMPLEMENTATIONS = ("rooflab", "aten")
+IMPLEMENTATIONS = ("rooflab", "aten", "inductor")
+
+# The kernels torch.compile does not generate but calls through ATen (Inductor's extern kernels)
+EXTERN_ROLES = (Role.GEMM, Role.ATTENTION, Role.OPAQUE, Role.COLLECTIVE)
+
+
+def priced_as(kernels: str, anchor: Role) -> str:
+    """The implementation ("rooflab" or "aten") whose prices a kernel built around `anchor` takes
+    when `kernels` (IMPLEMENTATIONS) runs the schedule."""
+    if kernels == "inductor":
+        return "aten" if anchor in EXTERN_ROLES else "rooflab"
+    return kernels
 
 FAMILIES: dict[str, str] = {
     "elementwise": "pointwise op on same-shaped contiguous tensors (add, mul, copy)",

@@ -20,6 +20,7 @@ torch.compile's wrapper). rooflab.cost.predict runs the CPU and GPU timelines wi
 from __future__ import annotations
 
 from rooflab.hardware import Hardware
+from rooflab.kernel_families import EXTERN_ROLES
 from rooflab.ops import KINDS, Role
 from rooflab.schedule import Schedule
 
@@ -81,8 +82,7 @@ def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
     generates (a split reduction launches several), an
     ATen call (compiled_extern_host_s) for an extern one: a GEMM, attention, a collective or an
     opaque library call. The call's own cost is not in the list."""
-    extern = (Role.GEMM, Role.ATTENTION, Role.COLLECTIVE, Role.OPAQUE)
-    return [hw.compiled_extern_host_s if k.anchor in extern
+    return [hw.compiled_extern_host_s if k.anchor in EXTERN_ROLES
             else hw.compiled_launch_host_s * k.launches for k in schedule.kernels]
 
 

@@ -56,7 +56,7 @@ POLICIES: dict[str, FusionPolicy] = {
         "epilogue, attention one SDPA call",
         edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_PW, _SC)}),
         attention_pattern=True, reduction_prologue=True, extern_gemm=True,
-        inline_single_reader=True, split_reductions=True),
+        inline_single_reader=True, split_reductions=True, kernels="inductor"),
 }
 
 

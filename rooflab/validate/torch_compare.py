@@ -217,9 +217,8 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     from rooflab import api
     from rooflab.trace import trace_module
     from rooflab.validate import torch_suite
-    from rooflab.ops import Role
-    from rooflab.kernel_families import (PER_INDEX_FAMILIES, ROW_FAMILIES, attention_backend,
-                                         curve_bytes, gathered_rows)
+    from rooflab.kernel_families import (EXTERN_ROLES, PER_INDEX_FAMILIES, ROW_FAMILIES,
+                                         attention_backend, curve_bytes, gathered_rows)
     cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
     compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
@@ -240,9 +239,9 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
         extra = {}
         if rec.get("compiled_us"):
             comp = api.predict_graph(graph, hw, "inductor", "compiled")
-            library = (Role.GEMM, Role.ATTENTION, Role.OPAQUE, Role.COLLECTIVE)
-            extern = sum(k.anchor in library for k in comp.schedule.kernels)
-            triton = sum(k.launches for k in comp.schedule.kernels if k.anchor not in library)
+            extern = sum(k.anchor in EXTERN_ROLES for k in comp.schedule.kernels)
+            triton = sum(k.launches for k in comp.schedule.kernels
+                         if k.anchor not in EXTERN_ROLES)
             # torch.compile's host cost per call differs between machines (a one-kernel
             # compiled call: 48 us on one H200 lease, 110 on another): compared only with the
             # run's own fit
