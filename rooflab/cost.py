@@ -38,7 +38,7 @@ from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
 from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, IMPLEMENTATIONS,
                                      attention_backend, curve_bytes, eager_family,
-                                     gathered_rows, priced_as)
+                                     GEMM_FAMILY, gathered_rows, priced_as)
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, compiled_notes, floor_s,
                             graph_launch_s, host_times)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
@@ -230,9 +230,13 @@ def kernel_key(info: _Graphinfo, kernel: Kernel) -> tuple:
 
 
 def aten_family(info: _Graphinfo, kernel: Kernel) -> str:
-    """The ATen family of a one-op kernel as eager PyTorch runs it ("" for a fused kernel or an
-    op whose time is not a bandwidth curve's)."""
-    return (info.families[kernel.ops[0]] or "") if len(kernel.ops) == 1 else ""
+    """The ATen family of a kernel that is one ATen call as eager PyTorch runs it: one op, and
+    any that launch none of their own (addmm's bias in the GEMM's epilogue); "" for a fused
+    kernel or an op no family's curve prices."""
+    g = info.graph
+    if any(g.ops[i].launches for i in kernel.ops[1:]):
+        return ""
+    return info.families[kernel.ops[0]] or ""
 
 
 def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str) -> dict:
@@ -312,7 +316,13 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
     # a GEMM's partly filled last wave idles SMs for both its math and its memory traffic
     in_attention = kernel.fusion == "attention" or any(
         KINDS[g.ops[i].kind].role is Role.ATTENTION for i in kernel.ops)
-    if backend_eff:
+    # a cuBLAS GEMM priced by its measured curves: they hold its waves and tile shapes
+    gemm_curve = family == GEMM_FAMILY and bool(hw.gemm_flops_curve)
+    if gemm_curve:
+        waves = 1.0
+        flops = sum(tensor_by_dtype.values())
+        tensor_s = sum(f / hw.gemm_rate_for(flops, d) for d, f in tensor_by_dtype.items())
+    elif backend_eff:
         tensor_s = sum(f / (hw.tensor_flops_per_s[d] * backend_eff)
                        for d, f in tensor_by_dtype.items()) / waves
     else:
@@ -338,6 +348,11 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         # a family whose time follows its elements reads its curve at their computed width
         sized = curve_bytes(family, moved, g.tensors[first.inputs[0]].dtype.bits / 8)
     memory_s = sized / hw.hbm_rate_for(sized, family) / waves if moved else 0.0
+    if gemm_curve:
+        # each curve holds the GEMMs its term dominates; where the two are alike, cuBLAS
+        # overlaps them only in part
+        compute_s, memory_s = (compute_s + hw.gemm_overlap * memory_s,
+                               memory_s + hw.gemm_overlap * compute_s)
     if family in hw.family_per_index_s:
         # a row gather also pays per index it loads
         memory_s = memory_s + hw.family_per_index_s[family] * gathered_rows(
@@ -486,15 +501,20 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
 
 
 def _family_notes(kernels: list[KernelCost], hw: Hardware) -> tuple[str, ...]:
-    """A note naming the ATen families this spec has no measured curve for (priced at the copy
-    curve instead)."""
-    missing = sorted({k.family for k in kernels if k.family in FAMILIES
-                      and k.family not in hw.family_curves})
-    if not missing:
-        return ()
-    return (f"{hw.name}: no measured curve for the ATen kernel families {', '.join(missing)}; "
-            "their kernels are priced at copy bandwidth (`rooflab calibrate --gpu` measures "
-            "them)",)
+    """Notes naming the ATen families this spec has no measured curve for and what prices
+    them instead: the copy curve, or for cuBLAS GEMMs the tile model."""
+    families = {k.family for k in kernels}
+    missing = sorted(f for f in families - {GEMM_FAMILY}
+                     if f in FAMILIES and f not in hw.family_curves)
+    notes = []
+    if missing:
+        notes.append(f"{hw.name}: no measured curve for the ATen kernel families "
+                     f"{', '.join(missing)}; their kernels are priced at copy bandwidth "
+                     "(`rooflab calibrate --gpu` measures them)")
+    if GEMM_FAMILY in families and not hw.gemm_flops_curve:
+        notes.append(f"{hw.name}: no measured cuBLAS GEMM curve ({GEMM_FAMILY}); its GEMMs "
+                     "are priced by the tile model (`rooflab calibrate --gpu` measures it)")
+    return tuple(notes)
 
 
 def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:

@@ -20,7 +20,7 @@ from rooflab.collectives import KINDS as COLLECTIVE_KINDS
 from rooflab.collectives import Path as CollectivePath
 from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
 from rooflab.errors import RooflabError
-from rooflab.kernel_families import ATTENTION_BACKENDS, FAMILIES
+from rooflab.kernel_families import ATTENTION_BACKENDS, FAMILIES, GEMM_FAMILY
 from rooflab.yamlio import did_you_mean, load_yaml, raise_first
 
 SPEC_DIR = bundled.SPEC_DIR          # the bundled specs (rooflab/bundled.py says where they lie)
@@ -78,6 +78,13 @@ class Curve(_Strict):
                           Annotated[float, Field(gt=0, allow_inf_nan=False)]]] | None = None
     # a row gather's fixed cost per index, ns (kernel_families.PER_INDEX_FAMILIES)
     per_index_ns: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    # the cuBLAS GEMM family only (kernel_families.GEMM_FAMILY): achieved fraction of the
+    # tensor peak against GFLOP, [[GFLOP, fraction], ...] GFLOP increasing, and the share of
+    # the other term that each of its two times adds (0: the larger alone, 1: their sum)
+    gflop_points: list[tuple[Annotated[float, Field(gt=0, allow_inf_nan=False)],
+                             Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]]] | None \
+        = Field(default=None, min_length=2)
+    overlap: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
     source: str
     note: str | None = None
 
@@ -86,6 +93,9 @@ class Curve(_Strict):
         if self.row_floor and [k for k, _ in self.row_floor] != sorted(
                 {k for k, _ in self.row_floor}):
             raise ValueError("row_floor points must have strictly increasing row KB")
+        if self.gflop_points and [g for g, _ in self.gflop_points] != sorted(
+                {g for g, _ in self.gflop_points}):
+            raise ValueError("gflop_points must have strictly increasing GFLOP")
         mbs = [p[0] for p in self.points]
         if mbs != sorted(mbs) or len(set(mbs)) != len(mbs) or mbs[0] <= 0:
             raise ValueError("hbm_curve points must have positive, strictly increasing MB")
@@ -232,6 +242,12 @@ class HardwareFile(_Strict):
             if curve.source not in self.sources:
                 raise ValueError(f"kernel_families.{fam}: source '{curve.source}' is not in "
                                  "`sources`")
+            gemm_keys = curve.gflop_points is not None, curve.overlap is not None
+            if fam == GEMM_FAMILY and not all(gemm_keys):
+                raise ValueError(f"kernel_families.{fam}: needs gflop_points and overlap")
+            if fam != GEMM_FAMILY and any(gemm_keys):
+                raise ValueError(f"kernel_families.{fam}: gflop_points and overlap belong to "
+                                 f"{GEMM_FAMILY} only")
         for where, fig in self._figures():
             if fig.source not in self.sources:
                 raise ValueError(f"{where}: source '{fig.source}' is not in `sources`"
@@ -325,6 +341,10 @@ class Hardware:
     family_row_floors: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     # row-gather family -> seconds per index gathered, beyond its curve's bytes
     family_per_index_s: dict[str, float] = field(default_factory=dict)
+    # cuBLAS GEMMs (GEMM_FAMILY): ((FLOPs, fraction of tensor peak), ...), and the share of
+    # the other of its two times each adds
+    gemm_flops_curve: tuple[tuple[float, float], ...] = ()
+    gemm_overlap: float = 0.0
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
 
@@ -394,16 +414,15 @@ class Hardware:
         pts = self.family_curves.get(family) or self.hbm_curve
         if not pts:
             return self.hbm_rate
-        if isinstance(nbytes, np.ndarray):      # a sweep's grid: the same curve, per point
-            return self.hbm_bytes_per_s * np.interp(
-                np.log(nbytes), [math.log(b) for b, _ in pts], [f for _, f in pts])
-        if nbytes <= pts[0][0]:
-            return self.hbm_bytes_per_s * pts[0][1]
-        for (b0, f0), (b1, f1) in zip(pts, pts[1:]):
-            if nbytes <= b1:
-                w = math.log(nbytes / b0) / math.log(b1 / b0)
-                return self.hbm_bytes_per_s * (f0 + w * (f1 - f0))
-        return self.hbm_bytes_per_s * pts[-1][1]
+        return self.hbm_bytes_per_s * _log_interp(pts, nbytes)
+
+    def gemm_rate_for(self, flops: float, dtype: str) -> float:
+        """Achievable tensor FLOP/s of a cuBLAS GEMM of `flops` in total on `dtype`: the
+        spec's GEMM FLOP curve (as a fraction of that dtype's peak), interpolated in
+        log(FLOPs) and flat beyond its ends; tensor_rate without one."""
+        if not self.gemm_flops_curve:
+            return self.tensor_rate(dtype)
+        return self.tensor_flops_per_s[dtype] * _log_interp(self.gemm_flops_curve, flops)
 
     def row_floor_s(self, family: str, row_bytes):
         """The shortest time (s) of a `family` row kernel whose rows are `row_bytes` long: the
@@ -429,6 +448,19 @@ class Hardware:
 DEFAULT_STEP_LATENCY_S = 2e-6
 
 
+def _log_interp(pts: tuple[tuple[float, float], ...], x):
+    """The curve `pts` ((x, y), ... x increasing) at `x` (a number or an array), linear in
+    log(x), flat beyond its ends."""
+    if isinstance(x, np.ndarray):      # a sweep's grid: the same curve, per point
+        return np.interp(np.log(x), [math.log(a) for a, _ in pts], [y for _, y in pts])
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x <= x1:
+            return y0 + math.log(x / x0) / math.log(x1 / x0) * (y1 - y0)
+    return pts[-1][1]
+
+
 def _gpus_per_node(spec: HardwareFile) -> int:
     g = spec.interconnect.gpus_per_node
     return int(g.value) if g else 8
@@ -450,6 +482,7 @@ def _default_paths(spec: HardwareFile) -> tuple:
 def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
     m = spec.memory
     eff = spec.efficiency
+    gemm = spec.kernel_families.get(GEMM_FAMILY)
     return Hardware(
         name=spec.name,
         display_name=spec.display_name,
@@ -501,6 +534,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                            for fam, c in spec.kernel_families.items() if c.row_floor},
         family_per_index_s={fam: c.per_index_ns * 1e-9 for fam, c in spec.kernel_families.items()
                             if c.per_index_ns},
+        gemm_flops_curve=tuple((g * 1e9, f) for g, f in gemm.gflop_points) if gemm else (),
+        gemm_overlap=gemm.overlap if gemm else 0.0,
         dequant_weights_per_s=(spec.dequant_gweights_per_s.value * 1e9
                                if spec.dequant_gweights_per_s else None),
         sfu_ops_per_s=(spec.sfu_per_clk_per_sm.value * spec.sm_count.value

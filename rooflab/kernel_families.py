@@ -14,8 +14,9 @@ copy runs at 4.3). So a kernel is priced for the implementation that runs it:
                collective: EXTERN_ROLES) run ATen's kernels and are priced as `aten`; the
                Triton kernels it generates are priced as `rooflab`'s
 
-`eager_family(op, ins, outs, roots)` names the family of a one-op kernel (None where the op is
-not priced by its bytes' bandwidth: GEMMs, attention, collectives, views). FAMILIES documents
+`eager_family(op, ins, outs, roots)` names the family of a one-op kernel (None where no
+family's curve prices the op: attention, collectives, views). A 16-bit GEMM's family,
+GEMM_FAMILY, is priced by a FLOP curve besides its byte curve. FAMILIES documents
 each family; a spec's `kernel_families` curves are keyed by these names. Where ATen picks a
 kernel by shape (a softmax's row length, index_select's index count) each kernel is a family.
 `attention_backend(op, ins)` names the SDPA backend of an attention op (ATTENTION_BACKENDS),
@@ -69,7 +70,15 @@ FAMILIES: dict[str, str] = {
                              "indexSelectSmallIndex, each thread looping over the indices",
     "index_copy": "rows written by index into an existing tensor (index_copy_, KV-cache writes)",
     "cat": "torch.cat of tensors along an axis",
+    "gemm_cublas": "a 16-bit GEMM as ATen calls cuBLAS / cuBLASLt (mm, bmm, linear; addmm's "
+                   "bias in its epilogue; a split-K GEMM's reduce kernel): priced by a time curve "
+                   "in its FLOPs (`gflop_points`) and one in its bytes (`points`), each adding "
+                   "`overlap` of the other; without them, by the tile model",
 }
+
+# The family of ATen's cuBLAS GEMMs: its spec entry carries a FLOP curve beside the byte curve
+GEMM_FAMILY = "gemm_cublas"
+_CUBLAS_DTYPES = ("bf16", "fp16")
 
 # ATen's kernel choices by shape (aten/src/ATen/native/cuda/SoftMax.cu, Indexing.cu): a softmax
 # row of at most 2048 goes to the warp kernel; above it the block kernel (1024 threads) holds
@@ -120,12 +129,16 @@ _BY_KIND = {"cast": "cast", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
 
 def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
                  roots: list[Tensor] | None = None) -> str | None:
-    """The ATen kernel family eager PyTorch runs `op` with, or None when its time is not a
-    bandwidth curve's (tensor-core, attention, collective, view and opaque ops, sorts).
+    """The ATen kernel family eager PyTorch runs `op` with, or None when no family's curve
+    prices it (attention, collective, view and opaque ops, sorts, GEMMs other than 16-bit
+    cuBLAS ones).
     `roots`: the tensors the inputs are views of (default: the inputs themselves); an input
     viewing fewer elements than it shows is an expanded (broadcast) view."""
     kind = KINDS[op.kind]
     roots = roots or ins
+    if op.kind == "matmul":
+        same = ins[0].dtype.name == ins[1].dtype.name
+        return GEMM_FAMILY if same and ins[0].dtype.name in _CUBLAS_DTYPES else None
     if op.kind == "softmax":
         return softmax_family(ins[0].shape[op.attrs.get("axis", -1)])
     if op.kind in _ROW_GATHERS and prod(ins[1].shape) <= SMALL_INDEX_MAX:

@@ -55,7 +55,7 @@ def test_each_op_falls_into_its_family(write_yaml, h200):
         "silu": "elementwise_transcendental",
         "rowsum": "reduce_row", "colsum": "reduce_column", "total": "reduce_all",
         "softmax": "softmax", "rms": "rms_norm", "ln": "layer_norm", "emb": "embedding",
-        "cat": "cat", "mm": ""}
+        "cat": "cat", "mm": "gemm_cublas"}
     assert p.kernels_impl == "aten"
 
 
