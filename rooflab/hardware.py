@@ -414,7 +414,7 @@ class Hardware:
         pts = self.family_curves.get(family) or self.hbm_curve
         if not pts:
             return self.hbm_rate
-        return self.hbm_bytes_per_s * _log_interp(pts, nbytes)
+        return self.hbm_bytes_per_s * log_interp(pts, nbytes)
 
     def gemm_rate_for(self, flops: float, dtype: str) -> float:
         """Achievable tensor FLOP/s of a cuBLAS GEMM of `flops` in total on `dtype`: the
@@ -422,7 +422,7 @@ class Hardware:
         log(FLOPs) and flat beyond its ends; tensor_rate without one."""
         if not self.gemm_flops_curve:
             return self.tensor_rate(dtype)
-        return self.tensor_flops_per_s[dtype] * _log_interp(self.gemm_flops_curve, flops)
+        return self.tensor_flops_per_s[dtype] * log_interp(self.gemm_flops_curve, flops)
 
     def row_floor_s(self, family: str, row_bytes):
         """The shortest time (s) of a `family` row kernel whose rows are `row_bytes` long: the
@@ -448,7 +448,7 @@ class Hardware:
 DEFAULT_STEP_LATENCY_S = 2e-6
 
 
-def _log_interp(pts: tuple[tuple[float, float], ...], x):
+def log_interp(pts: tuple[tuple[float, float], ...], x):
     """The curve `pts` ((x, y), ... x increasing) at `x` (a number or an array), linear in
     log(x), flat beyond its ends."""
     if isinstance(x, np.ndarray):      # a sweep's grid: the same curve, per point

@@ -71,6 +71,7 @@ class CaseComparison:
     row_bytes: float = 0.0        # a row kernel's row, in its storage dtype (0: not one)
     rows: int = 0                 # and its rows
     indices: int = 0              # a row gather's index count (0: not one)
+    gemm_flops: float = 0.0       # the tensor FLOPs of its cuBLAS GEMM kernels (GEMM_FAMILY)
 
     @staticmethod
     def _error(pred: float, meas: float | None) -> float | None:
@@ -217,8 +218,9 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     from rooflab import api
     from rooflab.trace import trace_module
     from rooflab.validate import torch_suite
-    from rooflab.kernel_families import (EXTERN_ROLES, PER_INDEX_FAMILIES, ROW_FAMILIES,
-                                         attention_backend, curve_bytes, gathered_rows)
+    from rooflab.kernel_families import (EXTERN_ROLES, GEMM_FAMILY, PER_INDEX_FAMILIES,
+                                         ROW_FAMILIES, attention_backend, curve_bytes,
+                                         gathered_rows)
     cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
     compiled_host = compiled_host_of(doc)
     hw = calibrated(hw, doc["host"], compiled_host)
@@ -267,6 +269,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
             rows=prod(case.inputs[0].shape[:-1]) if case.family in ROW_FAMILIES else 0,
             indices=sum(gathered_rows(op, [graph.tensors[t] for t in op.inputs])
                         for op in graph.ops) if case.family in PER_INDEX_FAMILIES else 0,
+            gemm_flops=sum(k.tensor_flops for k in eager.kernels if k.family == GEMM_FAMILY),
             kernels_measured=len(kernels), kernels_predicted=eager.totals.kernels,
             moved_bytes=moved,
             kernel_us=sum(k["us"] for k in kernels) or None,

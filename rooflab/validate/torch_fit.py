@@ -2,6 +2,7 @@
 
     fit_family_curves   each ATen family's achieved fraction of HBM peak against MB moved (the
                         spec's `kernel_families`), the L2 slope kept up to its capacity
+    fit_gemm_curves     the cuBLAS GEMM family's FLOP and byte curves and their overlap
     fit_row_floors      a row kernel's least time against its row's bytes (`row_floor`)
     fit_per_index       a row gather's cost per index (`per_index_ns`)
     fit_attention_backends  each SDPA backend's share of peak (`efficiency.attention_by_backend`)
@@ -20,7 +21,7 @@ from dataclasses import replace
 import numpy as np
 
 from rooflab.errors import RooflabError
-from rooflab.hardware import MAX_CURVE_FRACTION, Hardware
+from rooflab.hardware import MAX_CURVE_FRACTION, Hardware, log_interp
 from rooflab.validate.torch_compare import CaseComparison, compare, fit_compiled_host
 
 
@@ -51,28 +52,106 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
             if r.family == fam and r.split == "calibration" and r.kernel_us and r.moved_bytes:
                 by_bytes.setdefault(round(r.curve_bytes or r.moved_bytes), []).append(
                     r.kernel_us * 1e-6 - (per_index_s or {}).get(fam, 0.0) * r.indices)
-        # sizes within 1 % of each other are one measurement (they would round to one point)
-        groups: list[list[int]] = []
-        for b in sorted(by_bytes):
-            if groups and b <= groups[-1][0] * 1.01:
-                groups[-1].append(b)
-            else:
-                groups.append([b])
-        if len(groups) < 2:
+        nbytes, time_s = _medians_by_size([b for b, ts in by_bytes.items() for _ in ts],
+                                          [t for ts in by_bytes.values() for t in ts])
+        if len(nbytes) < 2:
             continue
-        nbytes = np.array([statistics.median(g) for g in groups], dtype=float)
-        time_s = np.array([statistics.median([t for b in g for t in by_bytes[b]])
-                           for g in groups])
         if l2_bytes:
             nbytes, time_s = _with_l2_knot(nbytes, time_s, l2_bytes)
-        between = 10 ** np.arange(3, np.log10(nbytes[-1]), 0.25)
-        # grid points within 1 % of a measurement would duplicate it once rounded
-        apart = np.min(np.abs(between[:, None] / nbytes[None, :] - 1), axis=1) > 0.01
-        grid = np.sort(np.concatenate([between[apart], nbytes]))
-        frac = np.minimum(grid / np.interp(grid, nbytes, time_s) / hbm_peak_bytes_per_s,
-                          MAX_CURVE_FRACTION)
-        curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in zip(grid, frac)]
+        curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in
+                       _fraction_grid(nbytes, time_s, hbm_peak_bytes_per_s, 1e3,
+                                      MAX_CURVE_FRACTION)]
     return curves
+
+
+def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, start: float,
+                   cap: float) -> list[tuple[float, float]]:
+    """Measured times against sizes (FLOPs or bytes, increasing) as a curve of achieved
+    fractions of `peak_per_s`, [(size, fraction), ...]: the time interpolated linearly in size
+    between measurements (constant below the smallest), at four points a decade from `start`
+    to the largest size and at each measurement, the fraction at most `cap`. A spec's curve
+    is read in log(size), which between two measurements decades apart would miss a time
+    that is a fixed cost plus a rate."""
+    between = 10 ** np.arange(np.log10(start), np.log10(size[-1]), 0.25)
+    # grid points within 1 % of a measurement would duplicate it once rounded
+    apart = np.min(np.abs(between[:, None] / size[None, :] - 1), axis=1) > 0.01
+    grid = np.sort(np.concatenate([between[apart], size]))
+    frac = np.minimum(grid / np.interp(grid, size, time_s) / peak_per_s, cap)
+    return list(zip(grid.tolist(), frac.tolist()))
+
+
+def _medians_by_size(size, time_s) -> tuple[np.ndarray, np.ndarray]:
+    """Measurements (size, seconds) with sizes within 1 % of each other as one (they would
+    round to one point): the median size and time of each group, sizes increasing."""
+    order = np.argsort(size, kind="stable")
+    size, time_s = np.asarray(size, dtype=float)[order], np.asarray(time_s, dtype=float)[order]
+    groups: list[list[int]] = []
+    for i, b in enumerate(size):
+        if groups and b <= size[groups[-1][0]] * 1.01:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return (np.array([np.median(size[g]) for g in groups]),
+            np.array([np.median(time_s[g]) for g in groups]))
+
+
+def _rising(size: np.ndarray, time_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The measurements (_medians_by_size) that no larger one undercuts: a kernel that does more
+    work is not faster, so a measurement slower than a larger one (cuBLAS picking a poor
+    kernel for that shape) is left out of the curve."""
+    size, time_s = _medians_by_size(size, time_s)
+    keep = time_s <= np.minimum.accumulate(time_s[::-1])[::-1]
+    return size[keep], time_s[keep]
+
+
+# The suite's families of single cuBLAS GEMM calls (mm, linear, addmm, bmm)
+_GEMM_CASE_FAMILIES = ("gemm", "bmm")
+
+
+def fit_gemm_curves(rows: list[CaseComparison], tensor_peak_flops_per_s: float,
+                    hbm_peak_bytes_per_s: float) -> dict | None:
+    """The cuBLAS GEMM family's spec figures from the single-GEMM calibration cases (16-bit):
+    {"gflop_points": [(GFLOP, fraction of tensor peak), ...], "points": [(MB, fraction of
+    HBM peak), ...], "overlap": share, "cases": n}; None with fewer than two cases of either
+    kind.
+
+    A case whose FLOPs at the tensor peak take at least twice as long as its bytes at the HBM
+    peak is a FLOP point, the reverse a byte point; the smallest GEMM is a FLOP point too (its
+    time is the family's floor). Each curve follows its points' times (_fraction_grid; a point
+    slower than a larger one is left out). The model prices a GEMM at max + overlap x min of
+    its two curve times; `overlap` is the least-squares share over the cases whose two times
+    lie within 4x of each other, clipped to [0, 1]. A point's time holds its share of the
+    other term, so each point's time less that share is fitted again, three rounds in all."""
+    cases = [(r.gemm_flops, r.moved_bytes, r.kernel_us * 1e-6) for r in rows
+             if r.split == "calibration" and r.family in _GEMM_CASE_FAMILIES
+             and r.gemm_flops and r.kernel_us and r.moved_bytes]
+    if not cases:
+        return None
+    flops, nbytes, time_s = (np.array(v, dtype=float) for v in zip(*cases))
+    ideal_c, ideal_m = flops / tensor_peak_flops_per_s, nbytes / hbm_peak_bytes_per_s
+    on_flops = (ideal_c >= 2 * ideal_m) | (flops == flops.min())
+    on_bytes = ideal_m >= 2 * ideal_c
+    if on_flops.sum() < 2 or on_bytes.sum() < 2:
+        return None
+    overlap = 0.0
+    t_c = t_m = np.zeros_like(time_s)
+    for _ in range(3):
+        c_pts = _fraction_grid(*_rising(flops[on_flops], time_s[on_flops]
+                                        - overlap * t_m[on_flops]),
+                               tensor_peak_flops_per_s, 1e5, 1.0)
+        m_pts = _fraction_grid(*_rising(nbytes[on_bytes], time_s[on_bytes]
+                                        - overlap * t_c[on_bytes]),
+                               hbm_peak_bytes_per_s, 1e3, MAX_CURVE_FRACTION)
+        t_c = flops / (tensor_peak_flops_per_s * log_interp(c_pts, flops))
+        t_m = nbytes / (hbm_peak_bytes_per_s * log_interp(m_pts, nbytes))
+        hi, lo = np.maximum(t_c, t_m), np.minimum(t_c, t_m)
+        mixed = hi <= 4 * lo
+        overlap = float(np.clip(np.dot(lo[mixed], time_s[mixed] - hi[mixed])
+                                / np.dot(lo[mixed], lo[mixed]), 0.0, 1.0)) if mixed.any() \
+            else 0.0
+    return {"gflop_points": [(_sig(f / 1e9), _sig(x)) for f, x in c_pts],
+            "points": [(_sig(b / 1e6), _sig(x)) for b, x in m_pts],
+            "overlap": _sig(overlap, 3), "cases": len(cases)}
 
 
 def fit_per_index(rows: list[CaseComparison], family: str) -> float:
@@ -165,13 +244,18 @@ CURVE_NOTE_ELEMENTS = ("achieved fraction of HBM peak of eager PyTorch's kernel 
                        "its elements read + written at 4 bytes each (its time follows elements, "
                        "not bytes); small sizes hold its fixed GPU time")
 
+GEMM_NOTE = ("eager PyTorch's cuBLAS GEMMs (16-bit): achieved fraction of the tensor peak "
+             "against GFLOP (gflop_points) and of HBM peak against MB read + written (points), "
+             "each priced time adding `overlap` of the other; fitted on {n} calibration cases")
+
 
 def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     """What torch-suite runs give a measured spec, as the spec's YAML keys: `kernel_families`
     (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
     figures (fit_compiled_host, from the first run that has compiled cases) and the replay gap
     (graph_gap_us, from the first run that measured it). Each figure cites `source`."""
-    from rooflab.kernel_families import CURVE_ELEMENT_BYTES, FAMILIES, PER_INDEX_FAMILIES
+    from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
+                                         PER_INDEX_FAMILIES)
     rows = [r for doc in runs for r in compare(doc, hw)]
     per_index = {fam: fit_per_index(rows, fam) for fam in PER_INDEX_FAMILIES}
     curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
@@ -183,6 +267,13 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
               "source": source,
               "note": CURVE_NOTE_ELEMENTS if fam in CURVE_ELEMENT_BYTES else CURVE_NOTE}
         for fam, pts in curves.items()}, "launch": {}, "attention_by_backend": {}}
+    gemm = fit_gemm_curves(rows, hw.tensor_flops_per_s["bf16"], hw.hbm_bytes_per_s)
+    if gemm:
+        out["kernel_families"][GEMM_FAMILY] = {
+            "points": [[mb, f] for mb, f in gemm["points"]],
+            "gflop_points": [[gf, f] for gf, f in gemm["gflop_points"]],
+            "overlap": gemm["overlap"], "source": source,
+            "note": GEMM_NOTE.format(n=gemm["cases"])}
     for doc in runs:
         for backend, (share, n) in fit_attention_backends(doc, hw).items():
             out["attention_by_backend"].setdefault(backend, {
