@@ -254,3 +254,80 @@ ops: [{kind: embedding, name: op, inputs: [table, ids], outputs: [o]}]
     k = api.predict_graph(api.load_workload(write_yaml(text)), hw, "unfused", "graph").kernels[0]
     assert k.memory_s == pytest.approx(k.hbm_bytes / (PEAK * 0.5) + 8192 * 0.45e-9, rel=1e-9)
     assert k.hbm_bytes == 2 * 8192 * 512 + 8192 * 8          # rows in and out, and the ids
+
+
+GEMM = """
+name: gemm
+tensors:
+  x: {shape: [1024, 1024], dtype: bf16}
+  w: {shape: [1024, 1024], dtype: bf16}
+  b: {shape: [1024], dtype: bf16}
+ops:
+  - {kind: matmul, name: mm, inputs: [x, w], outputs: [y]}
+  - {kind: add, name: bias, inputs: [y, b], outputs: [z], launches: 0}
+outputs: [z]
+"""
+
+
+def _gemm_hw(h200):
+    # FLOP curve: 0.5 of the tensor peak at 1 GFLOP, 0.8 at 1 TFLOP; byte curve 0.5 of HBM
+    # peak at 1 MB, 0.9 at 1 GB; each time adds a quarter of the other
+    return replace(h200, gemm_flops_curve=((1e9, 0.5), (1e12, 0.8)), gemm_overlap=0.25,
+                   family_curves={"gemm_cublas": ((1e6, 0.5), (1e9, 0.9))})
+
+
+def test_a_cublas_gemm_is_priced_by_its_two_curves(write_yaml, h200):
+    # 1024³ bf16 with addmm's bias riding in its epilogue (launches: 0): one ATen call, the
+    # GEMM family. 2 x 1024³ = 2.147 GFLOP at 0.5 + 0.3 x ln(2.147) / ln(1000) = 0.53319 of
+    # the 989.4 TFLOP/s peak: 4.0708 µs. Bytes: x and w in (2 x 2 MiB), z out (2 MiB) and b
+    # (2 KiB): 6.2935 MB at 0.5 + 0.4 x ln(6.2935) / ln(1000) = 0.60651 of 4.8 TB/s: 2.1618 µs
+    hw = _gemm_hw(h200)
+    k = _kernels(write_yaml, GEMM, hw).kernels[0]
+    assert k.ops == ("mm", "bias") and k.family == "gemm_cublas"
+    flops, moved = 2 * 1024**3, 3 * 1024 * 1024 * 2 + 2048
+    assert k.tensor_flops == flops and k.hbm_bytes == moved
+    t_c = flops / (hw.tensor_flops_per_s["bf16"] * 0.53319)
+    t_m = moved / (PEAK * 0.60651)
+    assert t_c == pytest.approx(4.0708e-6, rel=1e-4) and t_m == pytest.approx(2.1618e-6, rel=1e-4)
+    assert k.compute_s == pytest.approx(t_c + 0.25 * t_m, rel=1e-4)     # 4.6112 µs
+    assert k.memory_s == pytest.approx(t_m + 0.25 * t_c, rel=1e-4)      # 3.1795 µs
+    assert k.time_s - k.launch_s == pytest.approx(4.6112e-6, rel=1e-4)
+    # the curve holds the kernel's fixed GPU time: in a replay it adds only the graph gap
+    assert k.launch_s == pytest.approx(hw.graph_gap_s or hw.graph_launch_s)
+
+
+def test_without_a_gemm_curve_the_tile_model_prices_and_says_so(write_yaml, h200):
+    p = _kernels(write_yaml, GEMM, h200)
+    assert [n for n in p.notes if "gemm_cublas" in n and "tile model" in n]
+    fused = _kernels(write_yaml, GEMM, h200, schedule="fused").kernels[0]
+    assert p.kernels[0].compute_s == pytest.approx(fused.compute_s, rel=1e-12)
+    assert not [n for n in _kernels(write_yaml, GEMM, _gemm_hw(h200)).notes if "tile model" in n]
+    # rooflab's own Triton GEMM keeps the tile model whatever the spec measured of cuBLAS
+    own = _kernels(write_yaml, GEMM, _gemm_hw(h200), kernels="rooflab").kernels[0]
+    assert own.family == "" and own.compute_s == pytest.approx(fused.compute_s, rel=1e-12)
+
+
+def test_inductor_prices_its_extern_gemm_as_cublas_and_its_kernels_as_triton(write_yaml, h200):
+    hw = _gemm_hw(h200)
+    p = _kernels(write_yaml, GEMM.replace(", launches: 0", ""), hw, schedule="inductor")
+    assert p.kernels_impl == "inductor"
+    gemm, bias = p.kernels
+    assert gemm.family == "gemm_cublas" and bias.family == ""
+    eager = _kernels(write_yaml, GEMM.replace(", launches: 0", ""), hw).kernels[0]
+    assert gemm.compute_s == pytest.approx(eager.compute_s, rel=1e-12)
+
+
+def test_gemm_keys_belong_to_the_gemm_family(tmp_path):
+    import yaml
+    from rooflab import hardware
+    spec = yaml.safe_load(hardware.spec_paths()["h200"].read_text())
+    for fams, msg in (({"gemm_cublas": {"points": [[1, 0.5], [10, 0.6]]}},
+                       "needs gflop_points and overlap"),
+                      ({"softmax": {"points": [[1, 0.5], [10, 0.6]], "overlap": 0.2}},
+                       "belong to gemm_cublas only")):
+        spec["kernel_families"] = {f: {**c, "source": "CAL"} for f, c in fams.items()}
+        spec.setdefault("sources", {})["CAL"] = "test"
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump(spec))
+        with pytest.raises(Exception, match=msg):
+            hardware.load_file(path)

@@ -486,3 +486,48 @@ def test_a_second_calibration_of_the_day_keeps_the_first(tmp_path):
     assert unused_raw_path(raw) == tmp_path / "h200-2026-12-04-2.json"
     (tmp_path / "h200-2026-12-04-2-torch.json").write_text("{}")     # its torch run alone
     assert unused_raw_path(raw) == tmp_path / "h200-2026-12-04-3.json"
+
+
+def _gemm(flops, moved, us, split="calibration"):
+    return replace(_row("gemm", moved, us, split), gemm_flops=flops)
+
+
+def test_gemm_curves_by_hand():
+    # peaks 1 PFLOP/s and 1 TB/s. A (1 GFLOP, 1 MB, 3 µs) is the smallest: a point of both
+    # curves; B (1 TFLOP, 100 MB: 1000 µs of math, 100 of bytes) a FLOP point; C (10 GFLOP,
+    # 1 GB) a byte point. D (100 GFLOP, 100 MB) is neither: the FLOP curve gives it
+    # 3 + 99/999 x 1997 = 200.90 µs, the byte curve 3 + 99/999 x 1497 = 151.35 µs; measured at
+    # the larger, the two do not overlap
+    rows = [_gemm(1e9, 10**6, 3.0), _gemm(1e12, 10**8, 2000.0), _gemm(1e10, 10**9, 1500.0),
+            _gemm(1e11, 10**8, 200.9009), _gemm(1e11, 10**8, 999.0, split="validation")]
+    fit = tf.fit_gemm_curves(rows, 1e15, 1e12)
+    assert fit["overlap"] == 0.0 and fit["cases"] == 4
+    c, m = dict(fit["gflop_points"]), dict(fit["points"])
+    assert c[1.0] == pytest.approx(1e9 / 3e-6 / 1e15, rel=1e-3)            # 0.3333
+    assert c[100.0] == pytest.approx(1e11 / 200.9009e-6 / 1e15, rel=1e-3)  # 0.4978
+    assert c[1000.0] == pytest.approx(0.5, rel=1e-3)
+    assert m[100.0] == pytest.approx(1e8 / 151.3483e-6 / 1e12, rel=1e-3)   # 0.6607
+    assert m[1000.0] == pytest.approx(1e9 / 1500e-6 / 1e12, rel=1e-3)
+    # below the smallest GEMM the time stays its 3 µs
+    assert c[0.0001] == pytest.approx(1e5 / 3e-6 / 1e15, rel=1e-3)
+    # too few points of either kind: no curves
+    assert tf.fit_gemm_curves(rows[:2], 1e15, 1e12) is None
+
+
+def test_gemm_overlap_is_recovered_from_cases_made_with_it():
+    # times made by the model itself (max + 0.2 x min of two known curves): the fit finds 0.2
+    def t_c(f):
+        return 2e-6 + f / 0.7e15
+
+    def t_m(b):
+        return 2e-6 + b / 0.9e12
+
+    shapes = [(1e9, 1e6), (1e12, 1e8), (4e12, 3e8), (1e10, 1e9), (1e9, 3e8),
+              (1e11, 1e8), (3e11, 3e8), (3e10, 3e7)]
+    rows = [_gemm(f, int(b), 1e6 * (max(t_c(f), t_m(b)) + 0.2 * min(t_c(f), t_m(b))))
+            for f, b in shapes]
+    fit = tf.fit_gemm_curves(rows, 1e15, 1e12)
+    assert fit["overlap"] == pytest.approx(0.2, abs=0.01)
+    # and the FLOP curve without the bytes' share: 100 GFLOP in 2 + 142.86 µs
+    frac = dict(fit["gflop_points"])[100.0]
+    assert 1e11 / (1e15 * frac) == pytest.approx(t_c(1e11), rel=0.01)

@@ -116,8 +116,8 @@ def fit_gemm_curves(rows: list[CaseComparison], tensor_peak_flops_per_s: float,
     kind.
 
     A case whose FLOPs at the tensor peak take at least twice as long as its bytes at the HBM
-    peak is a FLOP point, the reverse a byte point; the smallest GEMM is a FLOP point too (its
-    time is the family's floor). Each curve follows its points' times (_fraction_grid; a point
+    peak is a FLOP point, the reverse a byte point; the smallest GEMM is a point of both
+    curves (its time is the family's floor). Each curve follows its points' times (_fraction_grid; a point
     slower than a larger one is left out). The model prices a GEMM at max + overlap x min of
     its two curve times; `overlap` is the least-squares share over the cases whose two times
     lie within 4x of each other, clipped to [0, 1]. A point's time holds its share of the
@@ -129,8 +129,9 @@ def fit_gemm_curves(rows: list[CaseComparison], tensor_peak_flops_per_s: float,
         return None
     flops, nbytes, time_s = (np.array(v, dtype=float) for v in zip(*cases))
     ideal_c, ideal_m = flops / tensor_peak_flops_per_s, nbytes / hbm_peak_bytes_per_s
-    on_flops = (ideal_c >= 2 * ideal_m) | (flops == flops.min())
-    on_bytes = ideal_m >= 2 * ideal_c
+    smallest = np.arange(len(cases)) == np.argmin(ideal_c + ideal_m)
+    on_flops = (ideal_c >= 2 * ideal_m) | smallest
+    on_bytes = (ideal_m >= 2 * ideal_c) | smallest
     if on_flops.sum() < 2 or on_bytes.sum() < 2:
         return None
     overlap = 0.0
