@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 
 from rooflab import api  # noqa: E402
 from rooflab.errors import RooflabError  # noqa: E402
-from rooflab.kernel_families import FAMILIES, ROW_FAMILIES  # noqa: E402
+from rooflab.kernel_families import FAMILIES, GEMM_FAMILY, ROW_FAMILIES  # noqa: E402
 from rooflab.validate import torch_compare as tc  # noqa: E402
 from rooflab.validate import torch_fit as tf  # noqa: E402
 
@@ -100,7 +100,7 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
     per_index = {"embedding": tf.fit_per_index(rows, "embedding")}
     assert hw.family_per_index_s["embedding"] == pytest.approx(per_index["embedding"], rel=1e-3)
     fitted = tf.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
-    assert set(fitted) == set(FAMILIES)
+    assert set(fitted) == set(FAMILIES) - {GEMM_FAMILY}
     for fam, pts in fitted.items():
         spec = hw.family_curves[fam]
         assert [b for b, _ in spec] == pytest.approx([mb * 1e6 for mb, _ in pts])
@@ -113,7 +113,8 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
 
 def test_suite_coverage(rows, rows_r3):
     assert len(rows) == 195 and len(rows_r3) == 32
-    assert {r.family for r in rows + rows_r3} == set(FAMILIES) | {"gemm", "bmm", "sdpa", "step"}
+    assert {r.family for r in rows + rows_r3} == \
+        set(FAMILIES) - {GEMM_FAMILY} | {"gemm", "bmm", "sdpa", "step"}
     assert sum(r.split == "validation" for r in rows) == 90
 
 
@@ -239,9 +240,10 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     spec = write_spec(base, raw["measured"], raw["provenance"], "cal.json")
     out = tf.add_to_spec(spec, doc, "cal-torch.json")
     hw = to_core(HardwareFile.model_validate(out))
-    # not in that run: the repeat_kv copy and the kernels by shape
+    # not in that run: the repeat_kv copy and the kernels by shape; the GEMM curves are
+    # added only when asked for
     assert set(hw.family_curves) == set(FAMILIES) - {
-        "copy_broadcast", "softmax_warp", "softmax_wide_row", "softmax_long_row",
+        GEMM_FAMILY, "copy_broadcast", "softmax_warp", "softmax_wide_row", "softmax_long_row",
         "embedding_small_index"}
     assert hw.compiled_launch_s == pytest.approx(34.61e-6, abs=1e-8)
     assert hw.compiled_call_s == pytest.approx((45.295 - 34.61) * 1e-6, abs=2e-8)

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rooflab import schedule  # noqa: E402
-from rooflab.kernel_families import FAMILIES, eager_family  # noqa: E402
+from rooflab.kernel_families import FAMILIES, GEMM_FAMILY, eager_family  # noqa: E402
 from rooflab.ops import view_roots  # noqa: E402
 from rooflab.trace import trace_module  # noqa: E402
 from rooflab.validate import torch_programs, torch_run, torch_suite  # noqa: E402
@@ -36,7 +36,8 @@ def test_suite_size_families_and_splits():
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     assert all(re.fullmatch(r"[A-Za-z0-9_]+", i) for i in ids)
-    families = set(FAMILIES) | set(EXTRA_FAMILIES)
+    # the suite's GEMM cases are its families gemm and bmm
+    families = set(FAMILIES) - {GEMM_FAMILY} | set(EXTRA_FAMILIES)
     assert {c.family for c in CASES} == families
     count = collections.Counter(c.family for c in CASES)
     assert min(count.values()) >= 6, count
@@ -107,7 +108,8 @@ def test_single_kernel_case_is_its_family(case, traced):
     if case.family in FAMILIES:
         assert _family(graph, op) == case.family
     elif case.family in ("gemm", "bmm"):
-        assert op.kind == "matmul" and _family(graph, op) is None
+        assert op.kind == "matmul" and _family(graph, op) == (
+            GEMM_FAMILY if graph.tensors[op.inputs[0]].dtype.name == "bf16" else None)
         a = graph.tensors[op.inputs[0]]
         assert (len(a.shape) == 3) == (case.family == "bmm")
     else:

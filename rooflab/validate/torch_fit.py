@@ -250,11 +250,12 @@ GEMM_NOTE = ("eager PyTorch's cuBLAS GEMMs (16-bit): achieved fraction of the te
              "each priced time adding `overlap` of the other; fitted on {n} calibration cases")
 
 
-def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
+def spec_figures(runs: list[dict], hw: Hardware, source: str, with_gemm: bool = False) -> dict:
     """What torch-suite runs give a measured spec, as the spec's YAML keys: `kernel_families`
     (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
     figures (fit_compiled_host, from the first run that has compiled cases) and the replay gap
-    (graph_gap_us, from the first run that measured it). Each figure cites `source`."""
+    (graph_gap_us, from the first run that measured it); with `with_gemm`, the cuBLAS GEMM
+    family's curves (fit_gemm_curves). Each figure cites `source`."""
     from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                          PER_INDEX_FAMILIES)
     rows = [r for doc in runs for r in compare(doc, hw)]
@@ -268,7 +269,10 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
               "source": source,
               "note": CURVE_NOTE_ELEMENTS if fam in CURVE_ELEMENT_BYTES else CURVE_NOTE}
         for fam, pts in curves.items()}, "launch": {}, "attention_by_backend": {}}
-    gemm = fit_gemm_curves(rows, hw.tensor_flops_per_s["bf16"], hw.hbm_bytes_per_s)
+    # the cuBLAS GEMM curves go into a spec only when asked for (`gemm`): the shipped spec's
+    # pinned validation figures are re-pinned with them in one change
+    gemm = fit_gemm_curves(rows, hw.tensor_flops_per_s["bf16"], hw.hbm_bytes_per_s) \
+        if with_gemm else None
     if gemm:
         out["kernel_families"][GEMM_FAMILY] = {
             "points": [[mb, f] for mb, f in gemm["points"]],
