@@ -36,9 +36,9 @@ from rooflab.gemm_tiles import gemm_tile, wave_efficiency
 from rooflab.graph import Graph
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
-from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, IMPLEMENTATIONS,
-                                     attention_backend, curve_bytes, eager_family,
-                                     GEMM_FAMILY, gathered_rows, priced_as)
+from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
+                                     IMPLEMENTATIONS, attention_backend, curve_bytes,
+                                     eager_family, gathered_rows, priced_as)
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, compiled_notes, floor_s,
                             graph_launch_s, host_times)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
