@@ -33,16 +33,18 @@ import numpy as np
 
 from rooflab.collectives import collective_time
 from rooflab.gemm_tiles import gemm_tile, wave_efficiency
-from rooflab.graph import Graph
+from rooflab.graph import Graph, Op, Tensor
 from rooflab.grid import vmax, vmin, vwhere
 from rooflab.hardware import Hardware
 from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      IMPLEMENTATIONS, attention_backend, curve_bytes,
                                      eager_family, gathered_rows, priced_as)
+from rooflab.layout import strides_of, vectorised
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, compiled_notes, floor_s,
                             graph_launch_s, host_times)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
+from rooflab.ops.base import row_major, same_layout
 from rooflab.schedule import Kernel, Schedule
 
 
@@ -147,6 +149,7 @@ class _Graphinfo:
         self.graph = graph
         self.root = view_roots(graph)
         self.region = view_regions(graph)
+        strides = strides_of(graph)
         self.consumers: dict[str, set[int]] = {}
         tensors = graph.tensors
         self.costs: list[OpCost] = []
@@ -161,12 +164,13 @@ class _Graphinfo:
             ins = [tensors[t] for t in op.inputs]
             outs = [tensors[t] for t in op.outputs]
             roots = [tensors[self.rt(t)] for t in op.inputs]
-            key = (op.kind, op.name if op.kind == "opaque" else "",
+            strided = _strided(op, ins, outs, strides)
+            key = (op.kind, op.name if op.kind == "opaque" else "", strided,
                    *[(t.shape, t.dtype.name) for t in ins + outs + roots], _attrs_key(op.attrs))
             c = cache.get(key)
             if c is None:
                 c = cache[key] = (KINDS[op.kind].cost(op, ins, outs),
-                                  eager_family(op, ins, outs, roots))
+                                  eager_family(op, ins, outs, roots, strided))
             self.costs.append(c[0])
             self.families.append(c[1])
         self.outputs = {self.rt(t) for t in graph.outputs}
@@ -178,6 +182,27 @@ class _Graphinfo:
     def bytes_of(self, t: str) -> tuple[str, tuple]:
         """(root, region): which bytes tensor `t` names (a slice names part of its root)."""
         return self.region.get(t, (t, ()))
+
+
+def op_families(graph: Graph) -> list[str | None]:
+    """Each op's ATen kernel family (kernel_families.eager_family, seeing the graph's views
+    and layouts), in op order."""
+    return _Graphinfo(graph).families
+
+
+def _strided(op: Op, ins: list[Tensor], outs: list[Tensor],
+             strides: dict[str, tuple | None]) -> bool:
+    """Whether ATen runs `op` through strides (kernel_families.eager_family's `strided`): a
+    pointwise op whose full-size operands its vectorised kernel cannot take, a cat of an input
+    that is not row-major."""
+    role = KINDS[op.kind].role
+    if role is Role.POINTWISE:
+        n = outs[0].numel
+        return not vectorised([(t.shape, strides[t.name]) for t in ins + outs if t.numel == n])
+    if op.kind == "concat":
+        return not all(strides[t.name] is not None
+                       and same_layout(t.shape, strides[t.name], row_major(t.shape)) for t in ins)
+    return False
 
 
 def _attrs_key(attrs: dict) -> tuple:

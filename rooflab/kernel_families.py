@@ -49,7 +49,10 @@ FAMILIES: dict[str, str] = {
                                   "element (silu, gelu, exp, sigmoid, tanh, rsqrt): its fp32 "
                                   "math, not its bytes, bounds it at L2-resident sizes",
     "cast": "a dtype conversion (x.float(), x.to(torch.bfloat16)): ATen's is not vectorised as add's",
-    "elementwise_broadcast": "pointwise op where an input broadcasts (x[T, D] + b[D], x * s[T, 1])",
+    "elementwise_broadcast": "pointwise op ATen cannot vectorise, its kernel indexing each "
+                             "operand through its strides: an input broadcasts (x[T, D] + b[D], "
+                             "x * s[T, 1]), or an operand is not dense or not laid out like the "
+                             "others (a slice, a transposed view: layout.vectorised)",
     "copy_broadcast": "a copy out of an expanded view (transformers' repeat_kv: the KV heads "
                       "written out once per query head)",
     "reduce_row": "sum / mean / max over the last axis",
@@ -69,7 +72,10 @@ FAMILIES: dict[str, str] = {
     "embedding_small_index": "at most 16 rows gathered by embedding or index_select: ATen's "
                              "indexSelectSmallIndex, each thread looping over the indices",
     "index_copy": "rows written by index into an existing tensor (index_copy_, KV-cache writes)",
-    "cat": "torch.cat of tensors along an axis",
+    "cat": "torch.cat of row-major tensors along an axis",
+    "cat_strided": "torch.cat where an input is not row-major (rotary embedding's cat of a "
+                   "negated half with a sliced half): ATen's CatArrayBatchedCopy indexing "
+                   "every element through its strides",
     "gemm_cublas": "a 16-bit GEMM as ATen calls cuBLAS / cuBLASLt (mm, bmm, linear; addmm's "
                    "bias in its epilogue; a split-K GEMM's reduce kernel): priced by a time curve "
                    "in its FLOPs (`gflop_points`) and one in its bytes (`points`), each adding "
@@ -128,12 +134,14 @@ _BY_KIND = {"cast": "cast", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
 
 
 def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
-                 roots: list[Tensor] | None = None) -> str | None:
+                 roots: list[Tensor] | None = None, strided: bool = False) -> str | None:
     """The ATen kernel family eager PyTorch runs `op` with, or None when no family's curve
     prices it (attention, collective, view and opaque ops, sorts, GEMMs other than 16-bit
     cuBLAS ones).
     `roots`: the tensors the inputs are views of (default: the inputs themselves); an input
-    viewing fewer elements than it shows is an expanded (broadcast) view."""
+    viewing fewer elements than it shows is an expanded (broadcast) view. `strided`: an
+    operand is read or written through strides ATen's vectorised kernels do not take (for a
+    pointwise op: layout.vectorised is False; for a cat: an input is not row-major)."""
     kind = KINDS[op.kind]
     roots = roots or ins
     if op.kind == "matmul":
@@ -143,6 +151,8 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
         return softmax_family(ins[0].shape[op.attrs.get("axis", -1)])
     if op.kind in _ROW_GATHERS and prod(ins[1].shape) <= SMALL_INDEX_MAX:
         return "embedding_small_index"
+    if op.kind == "concat" and strided:
+        return "cat_strided"
     if op.kind in _BY_KIND:
         return _BY_KIND[op.kind]
     if op.kind in _REDUCE:
@@ -161,7 +171,7 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
             # a same-shaped input that is an expand of a smaller tensor: ATen's copy reads it
             # through strides of zero, unvectorised
             return "copy_broadcast" if op.kind == "copy" else "elementwise_broadcast"
-        return "elementwise"
+        return "elementwise_broadcast" if strided else "elementwise"
     return None
 
 

@@ -10,8 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from rooflab import schedule  # noqa: E402
-from rooflab.kernel_families import FAMILIES, GEMM_FAMILY, eager_family  # noqa: E402
-from rooflab.ops import view_roots  # noqa: E402
+from rooflab.cost import op_families  # noqa: E402
+from rooflab.kernel_families import FAMILIES, GEMM_FAMILY  # noqa: E402
 from rooflab.trace import trace_module  # noqa: E402
 from rooflab.validate import torch_programs, torch_run, torch_suite  # noqa: E402
 from rooflab.validate.torch_suite import CASES, EXTRA_FAMILIES, SPLITS  # noqa: E402
@@ -25,10 +25,7 @@ def _traced(case):
 
 
 def _family(graph, op):
-    root = view_roots(graph)
-    return eager_family(op, [graph.tensors[t] for t in op.inputs],
-                        [graph.tensors[t] for t in op.outputs],
-                        [graph.tensors[root.get(t, t)] for t in op.inputs])
+    return op_families(graph)[graph.ops.index(op)]
 
 
 def test_suite_size_families_and_splits():

@@ -179,6 +179,9 @@ class OpKind:
     # views of part of their input (slice, split): (input shape, axis, start, stop, step) of
     # each output, as `view_regions` keys them
     regions: Callable[[Op, Tensor], list[tuple]] | None = None
+    # views: each output's strides in elements from the input's (None where the view has no
+    # strided form: a reshape of a non-contiguous tensor, which PyTorch would copy)
+    strides: Callable[[Op, Tensor, tuple[int, ...]], list[tuple[int, ...] | None]] | None = None
 
 
 KINDS: dict[str, OpKind] = {}
@@ -240,6 +243,21 @@ DTYPE_ATTR = Attr("dtype", "output dtype (default: the first input's)")
 
 def numel(shape) -> int:
     return math.prod(shape)
+
+
+def row_major(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides, in elements, of a contiguous (row-major) tensor of `shape`."""
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
+def same_layout(shape: tuple[int, ...], a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether strides `a` and `b` lay out a tensor of `shape` alike (dimensions of size 1,
+    whose stride nothing reads, aside)."""
+    return all(x == y for d, x, y in zip(shape, a, b) if d != 1)
 
 
 def broadcast(*shapes: tuple[int, ...]) -> tuple[int, ...]:

@@ -88,10 +88,18 @@ def _expand_infer(op, ins):
     return [(shape, x.dtype)]
 
 
+def _expand_strides(op, x, strides):
+    shape = tuple(op.attrs["shape"])
+    lead = len(shape) - len(x.shape)
+    # a new leading dimension, or one of size 1 widened, is read through a stride of zero
+    return [(0,) * lead + tuple(0 if d == 1 and n != 1 else s
+                                for d, n, s in zip(x.shape, shape[lead:], strides))]
+
+
 register(OpKind(
     "expand", Role.VIEW, "view", (1, 1),
     "Broadcast to `shape` by zero strides. No bytes, no kernel; a reader of the view reads "
     "at most the bytes of the tensor it expands.",
     _expand_infer, lambda op, ins, outs: OpCost(),
     {"shape": Attr("ints", "the expanded shape", min=1, required=True)},
-    lambda op, xs, c: c.raw[0].expand(c.out_shape), TritonHook()))
+    lambda op, xs, c: c.raw[0].expand(c.out_shape), TritonHook(), strides=_expand_strides))

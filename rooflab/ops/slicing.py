@@ -51,6 +51,11 @@ def _slice_regions(op, x):
     return [(x.shape, ax, start, stop, step)]
 
 
+def _slice_strides(op, x, strides):
+    ax, _, _, step = _range(op, x.shape)
+    return [strides[:ax] + (strides[ax] * step,) + strides[ax + 1:]]
+
+
 def _slice_ref(op, xs, c):
     x = c.raw[0]
     ax, start, stop, step = _range(op, tuple(x.shape))
@@ -84,6 +89,10 @@ def _split_regions(op, x):
     return out
 
 
+def _split_strides(op, x, strides):
+    return [strides] * len(_sizes(op, x)[1])
+
+
 def _split_ref(op, xs, c):
     x = c.raw[0]
     return list(c.torch.split(x, op.attrs["sizes"], dim=op.attrs["axis"] % x.dim()))
@@ -104,7 +113,7 @@ register(OpKind(
     {"axis": _AXIS, "start": Attr("int", "first position (default 0)"),
      "end": Attr("int", "one past the last position (default: the dimension's size)"),
      "step": Attr("int", "stride between positions (default 1)", min=1)},
-    _slice_ref, _VIEW, regions=_slice_regions))
+    _slice_ref, _VIEW, regions=_slice_regions, strides=_slice_strides))
 register(OpKind(
     "split", Role.VIEW, "view", (1, 1),
     "torch.split(x, sizes, axis): one output per size, the sizes summing to the dimension. "
@@ -112,7 +121,7 @@ register(OpKind(
     _split_infer, _no_cost,
     {"axis": _AXIS, "sizes": Attr("ints", "the size of each part, in order", min=1,
                                   required=True)},
-    _split_ref, _VIEW, regions=_split_regions))
+    _split_ref, _VIEW, regions=_split_regions, strides=_split_strides))
 
 
 # ----------------------------------------------------------------------------- concat

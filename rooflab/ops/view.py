@@ -3,7 +3,8 @@ reads through strides."""
 
 from __future__ import annotations
 
-from rooflab.ops.base import Attr, OpCost, OpKind, Role, ShapeError, TritonHook, numel, register
+from rooflab.ops.base import (Attr, OpCost, OpKind, Role, ShapeError, TritonHook, numel, register,
+                              row_major, same_layout)
 
 
 def _permute_infer(op, ins):
@@ -34,6 +35,16 @@ def _reshape_infer(op, ins):
     return [(tuple(shape), x.dtype)]
 
 
+def _reshape_strides(op, x, strides):
+    # a reshape is a view only of a row-major tensor: of any other PyTorch makes a copy
+    shape = _reshape_infer(op, [x])[0][0]
+    return [row_major(shape) if same_layout(x.shape, strides, row_major(x.shape)) else None]
+
+
+def _permute_strides(op, x, strides):
+    return [tuple(strides[d] for d in op.attrs["dims"])]
+
+
 def _no_cost(op, ins, outs):
     return OpCost()
 
@@ -45,11 +56,11 @@ register(OpKind(
     "Reshape to `shape` (one -1 allowed). No bytes, no kernel.",
     _reshape_infer, _no_cost,
     {"shape": Attr("ints", "the new shape; one entry may be -1", min=-1, required=True)},
-    lambda op, xs, c: c.raw[0].reshape(c.out_shape), _VIEW))
+    lambda op, xs, c: c.raw[0].reshape(c.out_shape), _VIEW, strides=_reshape_strides))
 register(OpKind(
     "permute", Role.VIEW, "view", (1, 1),
     "Permute dimensions by `dims`. No bytes, no kernel: the next kernel reads through strides.",
     _permute_infer, _no_cost,
     {"dims": Attr("ints", "a permutation of the dimensions (negative counts from the end)",
                   required=True)},
-    lambda op, xs, c: c.raw[0].permute(*op.attrs["dims"]), _VIEW))
+    lambda op, xs, c: c.raw[0].permute(*op.attrs["dims"]), _VIEW, strides=_permute_strides))

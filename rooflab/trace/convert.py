@@ -42,7 +42,7 @@ class Builder:
                 raise TraceError(f"a torch.{val.dtype} tensor{where}: rooflab has no "
                                  f"{val.dtype} dtype to price it with (complex RoPE can be "
                                  "written with real cos and sin, as transformers does)")
-            self.tensors[n] = Tensor(n, val.shape, dtype)
+            self.tensors[n] = Tensor(n, val.shape, dtype, val.strides)
         return n
 
     def value(self, v: int):

@@ -24,6 +24,7 @@ from typing import Callable
 
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph, Op, Tensor
+from rooflab.layout import dense_in_order, is_dense
 
 # The probe points (x, y) for sizes (batch, length): the first four fit, the last checks. Small
 # (traces are fast) and unlike one another, so that no two sizes coincide by accident.
@@ -84,7 +85,7 @@ class ParametricStep:
             if v is None:
                 v = memo[f] = f.at(x, y)
             return v
-        tensors = {n: Tensor(n, tuple(at(f) for f in fits), self.template.tensors[n].dtype)
+        tensors = {n: _scaled(self.template.tensors[n], tuple(at(f) for f in fits))
                    for n, fits in self.shapes.items()}
         ops = []
         for op, attrs, gemm in zip(self.template.ops, self.attrs, self.gemm):
@@ -98,6 +99,13 @@ class ParametricStep:
             ops.append(replace(op, attrs=new, launches=launches))
         params = {**self.template.params, self.axes[0]: x, self.axes[1]: y}
         return replace(self.template, tensors=tensors, ops=tuple(ops), params=params)
+
+
+def _scaled(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Template tensor `t` at `shape`: a dense layout keeps its order of dimensions; any other
+    (a view's) is left to rooflab.layout to derive through the view."""
+    strides = dense_in_order(shape, t.strides) if is_dense(t.shape, t.strides) else None
+    return Tensor(t.name, shape, t.dtype, strides)
 
 
 def _same_structure(a: Graph, b: Graph, where: str) -> None:

@@ -6,8 +6,9 @@ no weights and no memory are needed; shapes, dtypes and strides are exact.
 
 Two things are recorded above the ATen level, where the meta device would not run what a GPU
 runs: `scaled_dot_product_attention` and `rms_norm`, which on CUDA are one fused kernel each
-but on meta decompose into their math (they are captured at the function level and their
-inner ATen ops are not recorded), and the module path of every op (forward pre/post hooks
+but on meta decompose into their math (they are captured at the function level, their inner
+ATen ops are not recorded, and SDPA's output is laid out as the CUDA kernel writes it), and
+the module path of every op (forward pre/post hooks
 keep a stack).
 
 Data flow: every tensor value gets a number. An op's outputs are new values; an op that writes
@@ -155,6 +156,8 @@ def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
             suppressed[0] += 1
             try:
                 out = func(*args, **kwargs)
+                if name == "scaled_dot_product_attention":
+                    out = _sdpa_layout(torch, out, args, kwargs)
             finally:
                 suppressed[0] -= 1
             add_call(name, args, kwargs, out, set())
@@ -182,6 +185,24 @@ def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
     outputs = tuple(value_of[id(o)] for o in flat_out
                     if isinstance(o, torch.Tensor) and id(o) in value_of)
     return Trace(calls, values, outputs)
+
+
+def _sdpa_layout(torch, out, args, kwargs):
+    """SDPA's output laid out as CUDA's backends write it, not as the meta device's math does:
+    the cuDNN kernel (16-bit, masked or not, on the H200) in the stride order of the query
+    (aten/src/ATen/native/transformers/sdp_utils.h, alloc_with_matching_layout), the
+    memory-efficient one (fp32) as [batch, seq, heads, dim] returned transposed. A query
+    transposed from [batch, seq, heads, dim], as transformers makes it, gets that layout from
+    either, so the transpose back before o_proj is a view, not a copy."""
+    q = args[0] if args else kwargs.get("query")
+    if not isinstance(q, torch.Tensor) or out.dim() != 4 or q.dim() != 4:
+        return out
+    if q.dtype in (torch.float16, torch.bfloat16):
+        order = sorted(range(4), key=lambda d: -q.stride(d))
+    else:
+        order = [0, 2, 1, 3]
+    return torch.empty([out.shape[d] for d in order], dtype=out.dtype,
+                       device=out.device).permute([order.index(d) for d in range(4)])
 
 
 def tree_map_strip(obj, strip):

@@ -173,6 +173,17 @@ def _cases() -> list[Case]:
     B.variant("elementwise_broadcast", "row_scale", [
         (f"row_scale_{t}x{d}_bf16", program(lambda x, s: x * s, "RowScale"),
          [Input("x", (t, d)), Input("s", (t, 1))]) for t, d in shapes[1:]])
+    # strided operands take the same kernel (layout.vectorised): the neg of a sliced half and
+    # the add of a head-transposed tensor to a row-major one, as a rotary embedding runs them
+    heads = [(1, 8, 16), (1, 16, 512), (1, 32, 2048), (4, 32, 2048), (16, 32, 2048),
+             (32, 32, 4096)]
+    B.variant("elementwise_broadcast", "neg_half", [
+        (f"neg_half_b{b}_h{h}_s{s}_d128_bf16", program(lambda x: -x[..., 64:], "NegHalf"),
+         [Input("x", (b, h, s, 128))]) for b, h, s in heads])
+    B.variant("elementwise_broadcast", "add_transposed", [
+        (f"add_transposed_b{b}_h{h}_s{s}_d128_bf16",
+         program(lambda x, y: x.transpose(1, 2) + y, "AddTransposed"),
+         [Input("x", (b, s, h, 128)), Input("y", (b, h, s, 128))]) for b, h, s in heads])
 
     # reductions over the last axis and over the first
     rshapes = [(2, 1024), (64, 4096), (1024, 4096), (8192, 4096), (32768, 4096), (131072, 4096)]
@@ -334,6 +345,13 @@ def _cases() -> list[Case]:
     B.calibration("cat", "dim0", [
         (f"cat_dim0_2x{t}x{d}_bf16", program(lambda x, y: T().cat([x, y], 0), "Cat0"),
          [Input("x", (t, d)), Input("y", (t, d))]) for t, d in ((1024, 4096),)])
+
+    # a cat of a tensor's two halves, swapped (rotary embedding's rotate_half without its neg):
+    # slices, not row-major, so ATen's strided cat kernel
+    B.variant("cat_strided", "swap_halves", [
+        (f"cat_swap_halves_b{b}_h{h}_s{s}_d128_bf16",
+         program(lambda x: T().cat((x[..., 64:], x[..., :64]), -1), "SwapHalves"),
+         [Input("x", (b, h, s, 128))]) for b, h, s in heads + [(64, 32, 2048), (64, 32, 4096)]])
 
     # GEMMs: square torch.mm, decode GEMV-like F.linear (M 1..16), addmm with bias, small-N
     # long-K (a router or LoRA-down shape) and fp32
