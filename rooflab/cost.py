@@ -39,7 +39,7 @@ from rooflab.hardware import Hardware
 from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      IMPLEMENTATIONS, attention_backend, curve_bytes,
                                      eager_family, gathered_rows, priced_as)
-from rooflab.layout import strides_of, vectorised
+from rooflab.strides import strides_of, vectorised
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, compiled_notes, floor_s,
                             graph_launch_s, host_times)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
@@ -378,6 +378,10 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         # overlaps them only in part
         compute_s, memory_s = (compute_s + hw.gemm_overlap * memory_s,
                                memory_s + hw.gemm_overlap * compute_s)
+    if backend_eff:
+        # an SDPA call's setup (cuDNN's memset, its scheduler's prologue) precedes its work
+        fixed_s = hw.attention_backend_fixed_s.get(backend, 0.0)
+        compute_s, memory_s = compute_s + fixed_s, memory_s + fixed_s
     if family in hw.family_per_index_s:
         # a row gather also pays per index it loads
         memory_s = memory_s + hw.family_per_index_s[family] * gathered_rows(

@@ -23,7 +23,7 @@ def folded_name(name: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Tensor:
     """A named tensor. `strides`: in elements, as eager PyTorch lays it out, where its source
-    knows them (a trace records every tensor's); None: rooflab.layout derives them (row-major
+    knows them (a trace records every tensor's); None: rooflab.strides derives them (row-major
     for a workload's inputs and its ops' outputs, through the view for a view's)."""
     name: str
     shape: tuple[int, ...]

@@ -172,6 +172,10 @@ class LaunchSpec(_Strict):
     compiled_call_us: Figure | None = None
     compiled_launch_us: Figure | None = None
     compiled_extern_us: Figure | None = None
+    # eager SDPA's GPU time per call beyond its work, per backend (kernel_families.
+    # ATTENTION_BACKENDS: the kernel's setup, cuDNN's memset), from the torch suite's small
+    # calibration cases; default 0
+    sdpa_fixed_us: dict[str, Figure] = {}
 
 
 class EfficiencySpec(_Strict):
@@ -231,10 +235,12 @@ class HardwareFile(_Strict):
             if fam not in self.tensor_tflops:
                 raise ValueError(f"efficiency.tensor_by_dtype names '{fam}', "
                                  "which tensor_tflops does not list")
-        for name in self.efficiency.attention_by_backend:
-            if name not in ATTENTION_BACKENDS:
-                raise ValueError(f"efficiency.attention_by_backend: unknown backend '{name}'"
-                                 + did_you_mean(name, ATTENTION_BACKENDS))
+        for where, names in (("efficiency.attention_by_backend", self.efficiency.attention_by_backend),
+                             ("launch.sdpa_fixed_us", self.launch.sdpa_fixed_us)):
+            for name in names:
+                if name not in ATTENTION_BACKENDS:
+                    raise ValueError(f"{where}: unknown backend '{name}'"
+                                     + did_you_mean(name, ATTENTION_BACKENDS))
         for fam, curve in self.kernel_families.items():
             if fam not in FAMILIES:
                 raise ValueError(f"kernel_families: unknown family '{fam}'"
@@ -275,6 +281,8 @@ class HardwareFile(_Strict):
             yield f"efficiency.tensor_by_dtype.{k}", f
         for k, f in self.efficiency.attention_by_backend.items():
             yield f"efficiency.attention_by_backend.{k}", f
+        for k, f in self.launch.sdpa_fixed_us.items():
+            yield f"launch.sdpa_fixed_us.{k}", f
         yield "sm_count", self.sm_count
         if self.sfu_per_clk_per_sm:
             yield "sfu_per_clk_per_sm", self.sfu_per_clk_per_sm
@@ -327,6 +335,8 @@ class Hardware:
     attention_efficiency: float | None = None         # tensor efficiency inside FlashAttention
     # SDPA backend -> share of the tensor (sdpa_fp32: FP32) peak eager PyTorch's kernel reaches
     attention_backend_efficiency: dict[str, float] = field(default_factory=dict)
+    # SDPA backend -> its GPU time per call beyond its work (s)
+    attention_backend_fixed_s: dict[str, float] = field(default_factory=dict)
     gemm_dispatch_s: float | None = None              # host time of an eager GEMM call
     view_dispatch_s: float = 0.0                      # of a metadata-only eager call
     module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
@@ -528,6 +538,7 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         hbm_curve=tuple((mb * 1e6, f) for mb, f in m.hbm_curve.points) if m.hbm_curve else (),
         attention_efficiency=eff.attention.value if eff.attention else None,
         attention_backend_efficiency={k: f.value for k, f in eff.attention_by_backend.items()},
+        attention_backend_fixed_s={k: f.value * 1e-6 for k, f in spec.launch.sdpa_fixed_us.items()},
         family_curves={fam: tuple((mb * 1e6, f) for mb, f in c.points)
                        for fam, c in spec.kernel_families.items()},
         family_row_floors={fam: tuple((kb * 1e3, us * 1e-6) for kb, us in c.row_floor)

@@ -52,7 +52,7 @@ FAMILIES: dict[str, str] = {
     "elementwise_broadcast": "pointwise op ATen cannot vectorise, its kernel indexing each "
                              "operand through its strides: an input broadcasts (x[T, D] + b[D], "
                              "x * s[T, 1]), or an operand is not dense or not laid out like the "
-                             "others (a slice, a transposed view: layout.vectorised)",
+                             "others (a slice, a transposed view: strides.vectorised)",
     "copy_broadcast": "a copy out of an expanded view (transformers' repeat_kv: the KV heads "
                       "written out once per query head)",
     "reduce_row": "sum / mean / max over the last axis",
@@ -141,7 +141,7 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
     `roots`: the tensors the inputs are views of (default: the inputs themselves); an input
     viewing fewer elements than it shows is an expanded (broadcast) view. `strided`: an
     operand is read or written through strides ATen's vectorised kernels do not take (for a
-    pointwise op: layout.vectorised is False; for a cat: an input is not row-major)."""
+    pointwise op: strides.vectorised is False; for a cat: an input is not row-major)."""
     kind = KINDS[op.kind]
     roots = roots or ins
     if op.kind == "matmul":

@@ -24,7 +24,7 @@ from typing import Callable
 
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph, Op, Tensor
-from rooflab.layout import dense_in_order, is_dense
+from rooflab.strides import dense_in_order, is_dense
 
 # The probe points (x, y) for sizes (batch, length): the first four fit, the last checks. Small
 # (traces are fast) and unlike one another, so that no two sizes coincide by accident.
@@ -103,7 +103,7 @@ class ParametricStep:
 
 def _scaled(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Template tensor `t` at `shape`: a dense layout keeps its order of dimensions; any other
-    (a view's) is left to rooflab.layout to derive through the view."""
+    (a view's) is left to rooflab.strides to derive through the view."""
     strides = dense_in_order(shape, t.strides) if is_dense(t.shape, t.strides) else None
     return Tensor(t.name, shape, t.dtype, strides)
 

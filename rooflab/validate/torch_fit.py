@@ -6,6 +6,7 @@
     fit_row_floors      a row kernel's least time against its row's bytes (`row_floor`)
     fit_per_index       a row gather's cost per index (`per_index_ns`)
     fit_attention_backends  each SDPA backend's share of peak (`efficiency.attention_by_backend`)
+    fit_attention_fixed     each SDPA backend's GPU time per call beyond its work (`launch.sdpa_fixed_us`)
     spec_figures, add_to_spec  all of them (and torch.compile's host figures, the replay gap)
                         as a spec's YAML keys, citing the run
 
@@ -239,6 +240,37 @@ def fit_attention_backends(doc: dict, hw: Hardware) -> dict[str, tuple[float, in
     return {b: (statistics.median(v), len(v)) for b, v in shares.items()}
 
 
+# SDPA calls measured under this long show their fixed time more than their work
+SDPA_FIXED_MAX_S = 50e-6
+
+
+def fit_attention_fixed(doc: dict, hw: Hardware) -> dict[str, tuple[float, int]]:
+    """Per SDPA backend, (GPU seconds per call beyond its work, cases): the median over the
+    run's short calibration cases (measured under SDPA_FIXED_MAX_S) of measured minus
+    predicted kernel time on `hw` (which carries the fitted backend shares). Needs torch."""
+    from rooflab import api
+    from rooflab.kernel_families import ATTENTION_BACKENDS
+    from rooflab.trace import trace_module
+    from rooflab.validate import torch_suite
+    hw = replace(hw, attention_backend_fixed_s={})
+    cases = {c.id: c for c in torch_suite.select(split="calibration")}
+    excess: dict[str, list[float]] = {}
+    for rec in doc["cases"]:
+        case = cases.get(rec["id"])
+        if case is None or case.family != "sdpa" or not rec.get("kernels"):
+            continue
+        measured_s = sum(k["us"] for k in rec["kernels"]) * 1e-6
+        if measured_s >= SDPA_FIXED_MAX_S:
+            continue
+        graph = trace_module(case.build(), case.example_inputs(), name=case.id)
+        kernels = api.predict_graph(graph, hw, "unfused", "graph").kernels
+        backends = [k.family for k in kernels if k.family in ATTENTION_BACKENDS]
+        if len(backends) == 1:
+            predicted_s = sum(k.time_s - k.launch_s for k in kernels)
+            excess.setdefault(backends[0], []).append(max(measured_s - predicted_s, 0.0))
+    return {b: (statistics.median(v), len(v)) for b, v in excess.items()}
+
+
 CURVE_NOTE = ("achieved fraction of HBM peak of eager PyTorch's kernel against MB read + "
               "written; small sizes hold its fixed GPU time")
 CURVE_NOTE_ELEMENTS = ("achieved fraction of HBM peak of eager PyTorch's kernel against MB of "
@@ -250,12 +282,12 @@ GEMM_NOTE = ("eager PyTorch's cuBLAS GEMMs (16-bit): achieved fraction of the te
              "each priced time adding `overlap` of the other; fitted on {n} calibration cases")
 
 
-def spec_figures(runs: list[dict], hw: Hardware, source: str, with_gemm: bool = False) -> dict:
+def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     """What torch-suite runs give a measured spec, as the spec's YAML keys: `kernel_families`
     (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
     figures (fit_compiled_host, from the first run that has compiled cases) and the replay gap
-    (graph_gap_us, from the first run that measured it); with `with_gemm`, the cuBLAS GEMM
-    family's curves (fit_gemm_curves). Each figure cites `source`."""
+    (graph_gap_us, from the first run that measured it); the cuBLAS GEMM family's curves
+    (fit_gemm_curves). Each figure cites `source`."""
     from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                          PER_INDEX_FAMILIES)
     rows = [r for doc in runs for r in compare(doc, hw)]
@@ -269,10 +301,7 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str, with_gemm: bool = 
               "source": source,
               "note": CURVE_NOTE_ELEMENTS if fam in CURVE_ELEMENT_BYTES else CURVE_NOTE}
         for fam, pts in curves.items()}, "launch": {}, "attention_by_backend": {}}
-    # the cuBLAS GEMM curves go into a spec only when asked for (`gemm`): the shipped spec's
-    # pinned validation figures are re-pinned with them in one change
-    gemm = fit_gemm_curves(rows, hw.tensor_flops_per_s["bf16"], hw.hbm_bytes_per_s) \
-        if with_gemm else None
+    gemm = fit_gemm_curves(rows, hw.tensor_flops_per_s["bf16"], hw.hbm_bytes_per_s)
     if gemm:
         out["kernel_families"][GEMM_FAMILY] = {
             "points": [[mb, f] for mb, f in gemm["points"]],
@@ -284,6 +313,16 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str, with_gemm: bool = 
             out["attention_by_backend"].setdefault(backend, {
                 "value": _sig(share), "source": source,
                 "note": f"eager SDPA's kernel, compute-bound: fitted on {n} calibration cases"})
+    shared = replace(hw, attention_backend_efficiency={
+        b: f["value"] for b, f in out["attention_by_backend"].items()})
+    out["sdpa_fixed_us"] = {}
+    for doc in runs:
+        for backend, (fixed_s, n) in fit_attention_fixed(doc, shared).items():
+            if fixed_s > 0:
+                out["sdpa_fixed_us"].setdefault(backend, {
+                    "value": _sig(fixed_s * 1e6), "source": source,
+                    "note": f"eager SDPA's GPU time beyond its work: the median over {n} "
+                            f"calibration cases under {SDPA_FIXED_MAX_S * 1e6:.0f} µs"})
     launch = out["launch"]
     for doc in runs:
         if "compiled_call_us" not in launch and any(r.get("compiled_us") for r in doc["cases"]):
@@ -307,9 +346,9 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str, with_gemm: bool = 
 def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH",
                 host: bool = True) -> dict:
     """The spec document `spec` (a calibrated spec's YAML keys) with what the torch-suite
-    `run` (written at `run_path`) measures: spec_figures' kernel-family curves and SDPA
-    backend efficiencies, replacing any, and (with `host`) its launch figures, citing
-    `source`."""
+    `run` (written at `run_path`) measures: spec_figures' kernel-family curves, SDPA
+    backend efficiencies and fixed times, replacing any, and (with `host`) its launch figures,
+    citing `source`."""
     from rooflab.hardware import HardwareFile, to_core
     figures = spec_figures([run], to_core(HardwareFile.model_validate(spec)), source)
     prov = run["provenance"]
@@ -318,8 +357,10 @@ def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH",
         f" calibration cases on {prov.get('gpu')}, "
         f"{prov.get('date_utc')}, torch {prov.get('torch')} (rooflab calibrate --gpu): "
         f"{run_path}")}}
-    if host:
-        out["launch"] = {**spec["launch"], **figures["launch"]}
+    launch = {k: v for k, v in spec["launch"].items() if k != "sdpa_fixed_us"}
+    out["launch"] = {**launch, **(figures["launch"] if host else {}),
+                     **({"sdpa_fixed_us": figures["sdpa_fixed_us"]}
+                        if figures["sdpa_fixed_us"] else {})}
     out["kernel_families"] = figures["kernel_families"]
     backends = figures["attention_by_backend"]
     out["efficiency"] = {**spec["efficiency"], "attention_by_backend": backends} if backends \

@@ -173,7 +173,7 @@ def _cases() -> list[Case]:
     B.variant("elementwise_broadcast", "row_scale", [
         (f"row_scale_{t}x{d}_bf16", program(lambda x, s: x * s, "RowScale"),
          [Input("x", (t, d)), Input("s", (t, 1))]) for t, d in shapes[1:]])
-    # strided operands take the same kernel (layout.vectorised): the neg of a sliced half and
+    # strided operands take the same kernel (strides.vectorised): the neg of a sliced half and
     # the add of a head-transposed tensor to a row-major one, as a rotary embedding runs them
     heads = [(1, 8, 16), (1, 16, 512), (1, 32, 2048), (4, 32, 2048), (16, 32, 2048),
              (32, 32, 4096)]
