@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -157,6 +157,11 @@ class LaunchSpec(_Strict):
     # GEMM call (linear, mm: cuBLAS heuristics, workspace), a metadata-only call (view,
     # transpose: no kernel), and an nn.Module call (its __call__ and Python besides its ops)
     gemm_dispatch_us: Figure | None = None   # default: eager_dispatch_us
+    # an eager call of one op kind as a model's forward makes it (rooflab.ops KINDS: softmax,
+    # layernorm, attention, ...: its Python wrapper, argument checks, backend choice), from the
+    # torch suite's host-bound calibration cases; a kind not here costs eager_dispatch_us
+    # (gemm_dispatch_us for a GEMM)
+    eager_call_us: dict[str, Figure] = {}
     view_dispatch_us: Figure | None = None   # default: 0
     module_call_us: Figure | None = None     # default: 0
     # host time of one CUDA-graph replay call from Python (cudaGraphLaunch), default: eager_dispatch_us
@@ -338,6 +343,10 @@ class Hardware:
     # SDPA backend -> its GPU time per call beyond its work (s)
     attention_backend_fixed_s: dict[str, float] = field(default_factory=dict)
     gemm_dispatch_s: float | None = None              # host time of an eager GEMM call
+    # op kind -> host seconds of one eager call of it as a model's forward makes it (the ATen
+    # call, its Python wrapper and argument checks); kinds not here cost eager_dispatch_s
+    # (gemm_dispatch_s for a GEMM)
+    eager_call_s_by_kind: dict[str, float] = field(default_factory=dict)
     view_dispatch_s: float = 0.0                      # of a metadata-only eager call
     module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
     graph_replay_call_s: float | None = None          # of one CUDA-graph replay call
@@ -385,6 +394,12 @@ class Hardware:
         if self.dequant_weights_per_s:
             return self.dequant_weights_per_s
         return self.vector_flops_per_s["fp32"] / 2 / DEQUANT_OPS_PER_WEIGHT
+
+    def with_eager_dispatch(self, eager_dispatch_s: float) -> Hardware:
+        """This GPU with another lease's eager dispatch (seconds per tiny op). The per-kind
+        eager calls, measured on the spec's own lease, go with it: every eager op then costs
+        that lease's dispatch (gemm_dispatch_s for a GEMM), never a mix of two hosts."""
+        return replace(self, eager_dispatch_s=eager_dispatch_s, eager_call_s_by_kind={})
 
     @property
     def graph_replay_s(self) -> float:
@@ -517,6 +532,7 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                          if spec.launch.gemm_dispatch_us else None),
         view_dispatch_s=(spec.launch.view_dispatch_us.value * 1e-6
                          if spec.launch.view_dispatch_us else 0.0),
+        eager_call_s_by_kind={k: f.value * 1e-6 for k, f in spec.launch.eager_call_us.items()},
         module_call_s=(spec.launch.module_call_us.value * 1e-6
                        if spec.launch.module_call_us else 0.0),
         graph_replay_call_s=(spec.launch.graph_replay_us.value * 1e-6

@@ -45,7 +45,8 @@ def graph_launch_s(kc: dict, hw: Hardware) -> float:
 
 def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
     """Seconds of host (CPU) time eager PyTorch spends before issuing each kernel of `schedule`:
-    the ATen call that launches it (eager_dispatch_s; gemm_dispatch_s for a GEMM), every
+    the call that launches it (its kind's eager_call_s_by_kind where the spec measured it, else
+    eager_dispatch_s, gemm_dispatch_s for a GEMM), every
     metadata-only call since the previous kernel (view_dispatch_s each: views, transposes), and
     each nn.Module entered since (module_call_s; an op named `a.b.c.op` runs inside modules
     a, a.b and a.b.c, as traced graphs name them). Time after the last kernel joins it."""
@@ -54,6 +55,11 @@ def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
     inside = {j for k in schedule.kernels for j in k.ops[1:]}
     host = [0.0] * len(schedule.kernels)
     gemm_s = hw.gemm_dispatch_s if hw.gemm_dispatch_s is not None else hw.eager_dispatch_s
+
+    def call_s(kind: str, role: Role) -> float:
+        default = gemm_s if role is Role.GEMM else hw.eager_dispatch_s
+        return hw.eager_call_s_by_kind.get(kind, default)
+
     entered: set[str] = set()
     pending = 0.0
     for i, op in enumerate(g.ops):
@@ -67,10 +73,10 @@ def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
         if role is Role.VIEW:
             pending += hw.view_dispatch_s
         elif i in first:
-            host[first[i]] += pending + (gemm_s if role is Role.GEMM else hw.eager_dispatch_s)
+            host[first[i]] += pending + call_s(op.kind, role)
             pending = 0.0
         elif i not in inside:
-            pending += hw.eager_dispatch_s
+            pending += call_s(op.kind, role)
     if host:
         host[-1] += pending
     return host

@@ -32,7 +32,7 @@ def _calibrated(hw, doc: dict):
     start = doc["calibration"]["start"]
     us = {k: start[k]["eager_wall_us_per_op"]["median"] * 1e-6
           for k in ("add_inplace_1elem", "mm_1x64x64_bf16", "view_no_kernel")}
-    return replace(hw, eager_dispatch_s=us["add_inplace_1elem"],
+    return replace(hw.with_eager_dispatch(us["add_inplace_1elem"]),
                    gemm_dispatch_s=us["mm_1x64x64_bf16"], view_dispatch_s=us["view_no_kernel"])
 
 

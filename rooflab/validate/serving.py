@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from rooflab.errors import RooflabError
@@ -94,7 +94,7 @@ def compare(run: ServeRun, hw: Hardware) -> list[CaseComparison]:
     """`rooflab serve` of every case and launch mode of `run` on `hw` (with the run's dispatch
     cost); needs torch and transformers to trace the models."""
     from rooflab import serve
-    hw = replace(hw, eager_dispatch_s=run.eager_dispatch_s)
+    hw = hw.with_eager_dispatch(run.eager_dispatch_s)
     out = []
     for mode in MODES:
         groups: dict[tuple, list[MeasuredCase]] = {}

@@ -154,7 +154,7 @@ def _us(calibration: dict) -> float:
 
 def calibrated(hw: Hardware, run: StepRun) -> Hardware:
     """`hw` with the run's own eager dispatch costs (those the run measured)."""
-    hw = replace(hw, eager_dispatch_s=run.eager_dispatch_s)
+    hw = hw.with_eager_dispatch(run.eager_dispatch_s)
     if run.gemm_dispatch_s is not None:
         hw = replace(hw, gemm_dispatch_s=run.gemm_dispatch_s)
     if run.view_dispatch_s is not None:

@@ -142,6 +142,39 @@ def inductor_kernel_counts(names: list[str]) -> tuple[int, int]:
     return triton, extern
 
 
+# a calibration case is host-bound when its CUDA-graph replay takes under this share of the
+# call it is compared with: its call time is then the host's
+HOST_BOUND_SHARE = 0.5
+
+
+def fit_eager_calls(doc: dict, graphs: dict) -> dict[str, tuple[float, int]]:
+    """Per op kind, (host µs of one eager call of it, cases): the median over the run's
+    host-bound calibration cases whose calls are all of that kind of
+
+        (eager call back to back - module call - views x view dispatch) / calls
+
+    `graphs`: case id -> its traced Graph. An op's eager call, as a model's forward makes it,
+    costs more than the run's tiny-op dispatch (a bare torch.add): its Python wrapper, argument
+    checks and, for SDPA, the backend choice; these costs vary by kind (on one H200 lease:
+    10.6 µs for an add, 17 for rms_norm, 24 for layer_norm, 28 for a GEMM, 55 for SDPA)."""
+    from rooflab.ops import KINDS, Role
+    host = doc["host"]
+    per_call: dict[str, list[float]] = {}
+    for r in doc["cases"]:
+        graph = graphs.get(r["id"])
+        if (graph is None or r.get("split") != "calibration" or not r.get("eager_us")
+                or not r.get("graph_us") or r["graph_us"] >= HOST_BOUND_SHARE * r["eager_us"]):
+            continue
+        calls = [op.kind for op in graph.ops if KINDS[op.kind].role is not Role.VIEW]
+        if not calls or len(set(calls)) > 1:
+            continue
+        views = len(graph.ops) - len(calls)
+        us = (r["eager_us"] - (host.get("module_call_us") or 0.0)
+              - views * host["view_dispatch_us"]) / len(calls)
+        per_call.setdefault(calls[0], []).append(us)
+    return {kind: (statistics.median(v), len(v)) for kind, v in per_call.items()}
+
+
 def fit_compiled_host(doc: dict) -> dict[str, float]:
     """torch.compile's host figures in µs, fitted from the run's host-bound compiled
     calibration cases (a CUDA-graph replay of the eager call under half the compiled time) by
@@ -156,7 +189,7 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
     rows = [(inductor_kernel_counts(r["compiled_kernels"]), r["compiled_us"])
             for r in doc["cases"] if r.get("split") == "calibration" and r.get("compiled_us")
             and r.get("compiled_kernels") and r.get("graph_us")
-            and r["graph_us"] < 0.5 * r["compiled_us"]]
+            and r["graph_us"] < HOST_BOUND_SHARE * r["compiled_us"]]
     singles = [us for counts, us in rows if counts == (1, 0)]
     one = statistics.median(singles) if len(singles) >= 2 else doc["host"].get("compiled_call_us")
     if not one or len(rows) < 2:
@@ -189,11 +222,14 @@ def compiled_host_of(doc: dict) -> dict | None:
         return None
 
 
-def calibrated(hw: Hardware, host: dict, compiled: dict | None = None) -> Hardware:
+def calibrated(hw: Hardware, host: dict, compiled: dict | None = None,
+               eager_calls: dict[str, tuple[float, int]] | None = None) -> Hardware:
     """`hw` with the run's own host figures (and torch.compile's, fitted by
-    fit_compiled_host; and the replay gap where the run measured it). The suite's modules are
-    bare nn.Linear and function wrappers, not transformers' modules: module_call_s is a bare
-    module's call where the run measured one (module_call_us), else not charged."""
+    fit_compiled_host; each op kind's eager call, fitted by fit_eager_calls, replacing the
+    spec's, which another lease measured; and the replay gap where the run measured it). The
+    suite's modules are bare nn.Linear and function wrappers, not transformers' modules:
+    module_call_s is a bare module's call where the run measured one (module_call_us), else
+    not charged."""
     if compiled:
         hw = replace(hw, compiled_call_s=compiled["compiled_call_us"] * 1e-6,
                      compiled_launch_s=compiled["compiled_launch_us"] * 1e-6,
@@ -206,9 +242,23 @@ def calibrated(hw: Hardware, host: dict, compiled: dict | None = None) -> Hardwa
                      graph_replay_call_s=(host["graph_1_kernel_us"]
                                           - host["graph_launch_us"]) * 1e-6)
     return replace(hw, eager_dispatch_s=host["tiny_op_dispatch_us"] * 1e-6,
+                   eager_call_s_by_kind={k: us * 1e-6 for k, (us, _) in
+                                         (eager_calls or {}).items()},
                    gemm_dispatch_s=host["mm_dispatch_us"] * 1e-6,
                    view_dispatch_s=host["view_dispatch_us"] * 1e-6,
                    module_call_s=(host.get("module_call_us") or 0.0) * 1e-6)
+
+
+def traced_cases(doc: dict, extra_cases=()) -> tuple[list, dict]:
+    """The run's measured cases as (record, torch_suite.Case) pairs, and case id -> its traced
+    Graph (what eager PyTorch dispatches); needs torch."""
+    from rooflab.trace import trace_module
+    from rooflab.validate import torch_suite
+    cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
+    measured = [(rec, cases[rec["id"]]) for rec in doc["cases"] if rec["id"] in cases
+                and not rec.get("skipped") and rec.get("eager_us") is not None]
+    return measured, {case.id: trace_module(case.build(), case.example_inputs(), name=case.id)
+                      for _, case in measured}
 
 
 def compare(doc: dict, hw: Hardware, only_split: str | None = None,
@@ -216,23 +266,18 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     """Trace and predict every measured case of the run `doc` on `hw` (the suite's cases, and
     `extra_cases`: torch_suite.Case records of a user's modules); needs torch."""
     from rooflab import api
-    from rooflab.trace import trace_module
-    from rooflab.validate import torch_suite
     from rooflab.kernel_families import (EXTERN_ROLES, GEMM_FAMILY, PER_INDEX_FAMILIES,
                                          ROW_FAMILIES, attention_backend, curve_bytes,
                                          gathered_rows)
-    cases = {c.id: c for c in [*torch_suite.select(), *extra_cases]}
+    measured, graphs = traced_cases(doc, extra_cases)
     compiled_host = compiled_host_of(doc)
-    hw = calibrated(hw, doc["host"], compiled_host)
+    hw = calibrated(hw, doc["host"], compiled_host, fit_eager_calls(doc, graphs))
     out = []
     reduce_overhead: dict[str, tuple[float, float]] = {}      # id -> (host s, GPU s) but the call
-    for rec in doc["cases"]:
-        case = cases.get(rec["id"])
-        if case is None or rec.get("skipped") or rec.get("eager_us") is None:
-            continue
+    for rec, case in measured:
         if only_split and case.split != only_split:
             continue
-        graph = trace_module(case.build(), case.example_inputs(), name=case.id)
+        graph = graphs[case.id]
         eager = api.predict_graph(graph, hw, "unfused", "eager")
         replay = api.predict_graph(graph, hw, "unfused", "graph")
         kernels = rec.get("kernels") or []

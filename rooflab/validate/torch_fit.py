@@ -23,7 +23,8 @@ import numpy as np
 
 from rooflab.errors import RooflabError
 from rooflab.hardware import MAX_CURVE_FRACTION, Hardware, log_interp
-from rooflab.validate.torch_compare import CaseComparison, compare, fit_compiled_host
+from rooflab.validate.torch_compare import (CaseComparison, compare, fit_compiled_host,
+                                            fit_eager_calls, traced_cases)
 
 
 def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
@@ -285,7 +286,8 @@ GEMM_NOTE = ("eager PyTorch's cuBLAS GEMMs (16-bit): achieved fraction of the te
 def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     """What torch-suite runs give a measured spec, as the spec's YAML keys: `kernel_families`
     (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
-    figures (fit_compiled_host, from the first run that has compiled cases) and the replay gap
+    figures (fit_compiled_host, from the first run that has compiled cases), each op kind's
+    eager call (fit_eager_calls, from the first run that has host-bound ones) and the replay gap
     (graph_gap_us, from the first run that measured it); the cuBLAS GEMM family's curves
     (fit_gemm_curves). Each figure cites `source`."""
     from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
@@ -335,6 +337,14 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
                               ("compiled_extern_us", "per extern (ATen) call from its wrapper")):
                 launch[key] = {"value": round(float(fit[key]), 2), "source": source,
                                "note": f"{note}; fitted on {fit['cases']} host-bound cases"}
+        if "eager_call_us" not in launch:
+            calls = fit_eager_calls(doc, traced_cases(doc)[1])
+            if calls:
+                launch["eager_call_us"] = {
+                    kind: {"value": _sig(us), "source": source,
+                           "note": f"an eager call of this kind from a forward; the median of "
+                                   f"{n} host-bound calibration cases"}
+                    for kind, (us, n) in sorted(calls.items())}
         gap = doc["host"].get("graph_gap_us")
         if "graph_gap_us" not in launch and gap is not None:
             launch["graph_gap_us"] = {"value": round(float(gap), 3), "source": source,

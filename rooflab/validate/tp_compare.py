@@ -121,7 +121,7 @@ def compare(doc: dict, hw: Hardware) -> list[TPComparison]:
     decode = doc["phase"] == "decode"
     out = []
     for r in doc["runs"]:
-        eager_hw = replace(hw, eager_dispatch_s=r["dispatch_s"]) if r.get("dispatch_s") else hw
+        eager_hw = hw.with_eager_dispatch(r["dispatch_s"]) if r.get("dispatch_s") else hw
         for row in r["rows"]:
             # a prefill is timed without logits_to_keep: it computes every position's logits
             sets = ({"batch": row["batch"], "context": row["tokens"]} if decode else
