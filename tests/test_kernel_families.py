@@ -147,6 +147,13 @@ ops:
                                             + hw.min_kernel_s, rel=1e-9)
     # rooflab's kernels: one dispatch per kernel, no module or view time
     assert cost.predict(sched, hw, "eager", "rooflab").totals.time_s < p.totals.time_s - 70e-6
+    # a kind whose eager call the spec measured costs that instead (a relu 15 µs, the GEMM 25);
+    # another lease's dispatch replaces the tiny op and drops the per-kind figures with it
+    by_kind = replace(hw, eager_call_s_by_kind={"relu": 15e-6, "matmul": 25e-6})
+    assert cost.host_times(sched, by_kind) == pytest.approx(
+        [2 * 30e-6 + 25e-6, 1.5e-6 + 15e-6, 15e-6], rel=1e-12)
+    assert cost.host_times(sched, by_kind.with_eager_dispatch(9e-6)) == pytest.approx(
+        [2 * 30e-6 + 20e-6, 1.5e-6 + 9e-6, 9e-6], rel=1e-12)
 
 
 def _one_op(write_yaml, kind, shapes, dtype="bf16", attrs=""):

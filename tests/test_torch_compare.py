@@ -464,6 +464,28 @@ def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     assert s["compiled_graph_median"] == pytest.approx(0.141, abs=0.005)
 
 
+def test_eager_call_fit_by_hand():
+    # host-bound calibration cases of one op kind: (eager back to back - module call 2 µs -
+    # views x 1 µs) / calls, the median per kind
+    from types import SimpleNamespace as NS
+
+    def graph(*kinds):
+        return NS(ops=[NS(kind=k) for k in kinds])
+    cases = [("a", "calibration", 12, 4, graph("add")),                  # 10
+             ("b", "calibration", 16, 5, graph("add")),                  # 14
+             ("c", "calibration", 30, 20, graph("add")),                 # device-bound: out
+             ("d", "validation", 12, 3, graph("add")),                   # validation: out
+             ("e", "calibration", 25, 5, graph("reshape", "expand", "copy", "reshape")),  # 20
+             ("f", "calibration", 40, 5, graph("matmul", "add")),        # two kinds: out
+             ("g", "calibration", 62, 10, graph("matmul", "permute", "matmul"))]          # 29.5
+    doc = {"host": {"module_call_us": 2.0, "view_dispatch_us": 1.0},
+           "cases": [{"id": i, "split": sp, "eager_us": e, "graph_us": g}
+                     for i, sp, e, g, _ in cases]}
+    fit = tc.fit_eager_calls(doc, {i: gr for i, *_, gr in cases})
+    assert fit == {"add": (pytest.approx(12.0), 2), "copy": (pytest.approx(20.0), 1),
+                   "matmul": (pytest.approx(29.5), 1)}
+
+
 def test_per_index_fit_by_hand():
     # the same 33.6 MB moved as 32768 rows of 512 B (21.1 us) and as 2048 rows of 8 KB
     # (7.4 us): 13.7 us more for 30720 more ids, 0.446 ns each; a lone size fits nothing

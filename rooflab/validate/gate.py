@@ -106,12 +106,13 @@ def shipped_spec(root: Path, gpu: str) -> tuple[Hardware, Path]:
 
 
 # figures a measured spec takes from other runs than its calibration (the torch suite's family
-# curves, row floors, cuBLAS GEMM curves and SDPA backends, the Hugging Face host fit), which
-# a calibration does not rebuild; `spec`: the file they were read from
+# curves, row floors, cuBLAS GEMM curves and SDPA backends, its host fits, the Hugging Face
+# host fit), which a calibration's raw figures do not rebuild; `spec`: the file they were read
+# from
 _FROM_OTHER_RUNS = dict(family_curves={}, family_row_floors={}, family_per_index_s={},
                         attention_backend_efficiency={}, attention_backend_fixed_s={},
                         gemm_flops_curve=(), gemm_overlap=0.0,
-                        module_call_s=0.0, graph_replay_call_s=None,
+                        module_call_s=0.0, graph_replay_call_s=None, eager_call_s_by_kind={},
                         gemm_dispatch_s=None, view_dispatch_s=0.0, compiled_call_s=None,
                         compiled_launch_s=None, compiled_extern_s=None, graph_gap_s=None,
                         spec=None)
