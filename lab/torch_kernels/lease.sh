@@ -15,7 +15,7 @@ t0=$(date +%s)
 pack() { tar -C /tmp -czf "$OUT/lease.tar.gz" lease; }
 $R calibrate --gpu --force -o /tmp/lease/h200-fresh.yaml > /tmp/lease/calibrate.log 2>&1
 echo "calibrate rc=$? $(( $(date +%s) - t0 )) s" | tee -a /tmp/lease/steps.txt
-cp reports/calibration/h200-*"$(date -u +%F)"* /tmp/lease/ 2>/dev/null
+cp reports/calibration/*"$(date -u +%F)"* /tmp/lease/ 2>/dev/null
 pack
 $R validate --gpu --backend torch --force -H /tmp/lease/h200-fresh.yaml \
     -o /tmp/lease/torch.json > /tmp/lease/torch.log 2>&1

@@ -17,7 +17,7 @@ from rooflab.terminal import printable
 def calibrate(
     gpu: Annotated[bool, typer.Option("--gpu", help="Measure the CUDA GPU.")] = False,
     output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write (with --collectives: measured/<base>-collectives.yaml by default).")] = CALIBRATED_SPEC,
-    base: Annotated[str, typer.Option("--base", help="Datasheet spec the calibrated one starts from.")] = "h200",
+    base: Annotated[Optional[str], typer.Option("--base", help="Datasheet spec the calibrated one starts from (default: the bundled spec of the GPU measured: h100-sxm on an H100 SXM).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
     torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
     from_file: Annotated[Optional[str], typer.Option("--from", help="Rebuild the spec from a calibration's raw figures (reports/calibration/<gpu>-<date>.json and its -torch.json) with the current code; no GPU.")] = None,
@@ -33,7 +33,7 @@ def calibrate(
     from rooflab import hardware as hwmod
 
     if collectives:
-        return _calibrate_collectives(gpu, output, base, force, from_file, torch_run)
+        return _calibrate_collectives(gpu, output, base or "h200", force, from_file, torch_run)
     if torch_run and not from_file:
         raise RooflabError("--torch-run goes with --from (a rebuild from raw figures)")
     if not gpu and not from_file:
@@ -43,9 +43,9 @@ def calibrate(
     out = Path(output)
     if out.exists() and not force:
         raise RooflabError(f"{out} exists; pass --force to overwrite it")
-    base_hw = hwmod.load(base)
     if from_file:
         from rooflab.validate import calspec
+        base_hw = hwmod.load(base or _datasheet(calspec.raw_gpu(from_file), from_file))
         spec, provenance = calspec.spec_and_provenance(base_hw.spec, from_file, torch_run)
         out.write_text(calspec.spec_text(base_hw.spec, spec, provenance))
         typer.echo(printable(f"wrote {out} from {from_file}"))
@@ -54,6 +54,7 @@ def calibrate(
         return
     from rooflab.validate import gpu as vgpu
     vgpu.require("calibrate")
+    base_hw = hwmod.load(base or _datasheet(vgpu.name(), "this machine"))
     from rooflab.validate import calibrate as cal
     from rooflab.validate.calspec import unused_raw_path
     prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
@@ -61,6 +62,16 @@ def calibrate(
     cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True),
                   torch_suite=torch_suite)
     typer.echo(printable(f"wrote {out} and {raw}"))
+
+
+def _datasheet(device_name: str, where: str) -> str:
+    """The bundled datasheet spec of the GPU `device_name` (measured on `where`)."""
+    from rooflab.hardware import datasheet_for_device
+    name = datasheet_for_device(device_name)
+    if name is None:
+        raise RooflabError(f"{where}: no bundled datasheet spec is a {device_name}; pass "
+                           "--base with the spec of this GPU")
+    return name
 
 
 def _calibrate_collectives(gpu: bool, output: str, base: str, force: bool,

@@ -124,6 +124,17 @@ def spec_from_raw(base: HardwareFile, raw_path: str | Path,
     return spec
 
 
+def raw_gpu(raw_path: str | Path) -> str:
+    """The GPU a calibration's raw figures were measured on, as torch names it; RooflabError
+    naming the file when it is not a calibration's raw figures."""
+    from rooflab.errors import RooflabError
+    try:
+        return str(json.loads(Path(raw_path).read_text())["provenance"]["gpu"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise RooflabError(f"not a calibration's raw figures ({type(e).__name__}: {e})",
+                           file=str(raw_path)) from None
+
+
 def spec_and_provenance(base: HardwareFile, raw_path: str | Path,
                         torch_run: str | Path | None = None) -> tuple[dict, dict]:
     """spec_from_raw's spec and the calibration's provenance; RooflabError naming the file

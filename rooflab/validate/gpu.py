@@ -24,10 +24,15 @@ def device_count() -> int:
     return torch.cuda.device_count()
 
 
+def name() -> str:
+    """The GPU's name as torch gives it ('NVIDIA H100 80GB HBM3')."""
+    import torch
+    return torch.cuda.get_device_name(0)
+
+
 def slug() -> str:
     """The GPU's name for file names: 'h200', 'h100-80gb-hbm3', ..."""
-    import torch
-    return torch.cuda.get_device_name(0).lower().replace("nvidia ", "").replace(" ", "-")
+    return name().lower().replace("nvidia ", "").replace(" ", "-")
 
 
 def today() -> str:
