@@ -1,4 +1,4 @@
-
+"""The bundled datasheet specs as a calibration finds them."""
 
 def test_the_datasheet_spec_of_a_gpu_as_torch_names_it():
     # calibrate starts from the spec of the GPU it measures (an H100 measured against the
