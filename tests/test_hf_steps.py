@@ -55,11 +55,11 @@ def test_step_time_errors_meet_the_target_and_are_pinned(rows):
     graph = steps.median_abs(r.graph_error for r in rows)
     assert eager <= 0.15 and graph <= 0.15
     assert eager == pytest.approx(0.064, abs=0.005)
-    assert graph == pytest.approx(0.106, abs=0.005)
+    assert graph == pytest.approx(0.111, abs=0.005)
     prefill_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "prefill")
     decode_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "decode")
-    assert prefill_graph == pytest.approx(0.074, abs=0.005)
-    assert decode_graph == pytest.approx(0.152, abs=0.005)
+    assert prefill_graph == pytest.approx(0.062, abs=0.005)
+    assert decode_graph == pytest.approx(0.156, abs=0.005)
 
 
 def test_the_gate_fails_without_the_repeat_kv_copy_family():
@@ -70,7 +70,7 @@ def test_the_gate_fails_without_the_repeat_kv_copy_family():
     rows = steps.compare(run, replace(hw, family_curves=curves))
     decode = [r for r in rows if r.step.phase == "decode"]
     assert steps.median_abs(r.graph_error for r in rows) > 0.15
-    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.345, abs=0.005)
+    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.319, abs=0.005)
 
 
 def test_not_a_run_file_is_one_line(tmp_path):

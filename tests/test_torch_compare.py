@@ -16,6 +16,7 @@ from rooflab.errors import RooflabError  # noqa: E402
 from rooflab.kernel_families import FAMILIES, GEMM_FAMILY, ROW_FAMILIES  # noqa: E402
 from rooflab.validate import torch_compare as tc  # noqa: E402
 from rooflab.validate import torch_fit as tf  # noqa: E402
+from rooflab.validate import torch_suite  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04.json"
@@ -23,6 +24,8 @@ RUN = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04.json"
 # of the first run's families to compare the two leases
 RUN_R3 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r3.json"
 SPEC = ROOT / "hardware_specs" / "measured" / "h200.yaml"
+# an H100 lease's calibration and, on it, the whole suite (the spec it calibrated beside it)
+RUN_H100 = ROOT / "reports" / "validation" / "torch" / "h100-80gb-hbm3-2026-12-06.json"
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +103,9 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
     per_index = {"embedding": tf.fit_per_index(rows, "embedding")}
     assert hw.family_per_index_s["embedding"] == pytest.approx(per_index["embedding"], rel=1e-3)
     fitted = tf.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
-    assert set(fitted) == set(FAMILIES) - {GEMM_FAMILY}
+    # r9 predates the strided cat's cases: that family is priced as a plain cat there
+    assert set(fitted) == set(hw.family_curves) - {GEMM_FAMILY} == \
+        set(FAMILIES) - {GEMM_FAMILY, "cat_strided"}
     for fam, pts in fitted.items():
         spec = hw.family_curves[fam]
         assert [b for b, _ in spec] == pytest.approx([mb * 1e6 for mb, _ in pts])
@@ -114,21 +119,25 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
 def test_suite_coverage(rows, rows_r3):
     assert len(rows) == 195 and len(rows_r3) == 32
     assert {r.family for r in rows + rows_r3} == \
-        set(FAMILIES) - {GEMM_FAMILY} | {"gemm", "bmm", "sdpa", "step"}
+        set(FAMILIES) - {GEMM_FAMILY, "cat_strided"} | {"gemm", "bmm", "sdpa", "step"}
     assert sum(r.split == "validation" for r in rows) == 90
+    # the H100 lease of 2026-12-06 ran every case of the suite, the strided cat's included
+    h100 = tc.load(RUN_H100)
+    assert {c.id for c in torch_suite.select()} <= {r["id"] for r in h100["cases"]}
 
 
 def test_validation_errors_are_pinned(rows):
     # Targets (issue 14): per kernel median 8 %, p90 20 %; whole call eager and graph 10 %.
-    # The curves come from another lease's calibration. Met: the per-kernel median and p90.
-    # Not met: eager (this run measured no synchronize cost) and graph.
+    # The curves come from another lease's calibration; each op kind's eager call is fitted
+    # on this run's own calibration cases. Met: all four (graph 9.3 %).
+    # Not met: the eager->graph speedup (11.8 %: this run measured no synchronize cost).
     # Pinned, so that a change of the model shows here.
     s = tc.summary([r for r in rows if r.split == "validation"])
-    assert s["kernel_median"] == pytest.approx(0.049, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.042, abs=0.005)
     assert s["kernel_p90"] == pytest.approx(0.187, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.135, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.103, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.208, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.086, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.093, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.118, abs=0.005)
     fam = tc.by_family([r for r in rows if r.split == "validation"])
     assert fam["elementwise_broadcast"]["kernel_median"] < 0.02
     assert fam["gemm"]["kernel_median"] < 0.08
@@ -137,9 +146,9 @@ def test_validation_errors_are_pinned(rows):
 def test_repeat_kv_and_masked_decode_sdpa_errors_are_pinned(rows_r3):
     # the copy out of an expanded view runs at ~1.2 TB/s: its own family curve prices it
     fam = tc.by_family([r for r in rows_r3 if r.split == "validation"])
-    assert fam["copy_broadcast"]["kernel_median"] == pytest.approx(0.047, abs=0.005)
-    assert fam["copy_broadcast"]["kernel_p90"] == pytest.approx(0.064, abs=0.005)
-    assert fam["sdpa"]["kernel_median"] == pytest.approx(0.086, abs=0.005)
+    assert fam["copy_broadcast"]["kernel_median"] == pytest.approx(0.049, abs=0.005)
+    assert fam["copy_broadcast"]["kernel_p90"] == pytest.approx(0.063, abs=0.005)
+    assert fam["sdpa"]["kernel_median"] == pytest.approx(0.100, abs=0.005)
     # masked decode: the mask's fill and where, the attention kernel and cuDNN's reduction
     mask = [r for r in rows_r3 if r.id.startswith("sdpa_decode_mask_b4")]
     assert all(r.kernels_measured == r.kernels_predicted == 4 for r in mask)
@@ -201,19 +210,18 @@ def test_inductor_kernel_counts_by_name():
 
 def test_compiled_validation_errors_are_pinned(rows):
     # Targets (issue 14): compiled whole-call median 10 %, eager->compiled speedup median 10 %.
-    # Not met (12.8 %, 23.5 %): the compiled host cost per call varies 44-55 us for one Triton
-    # kernel within this run; the eager calls it is compared with are host-noisy; the decoder
-    # layers run 7 Triton kernels where Inductor runs 5 (it fuses the q and k rotary kernels
-    # horizontally and drops the copy after SDPA).
+    # Met for the call (8.6 %), not for the speedup (12.2 %): the compiled host cost per call
+    # varies 44-55 us for one Triton kernel within this run. The small decoder layers run
+    # 6 Triton kernels where Inductor runs 5 (it drops the copy after SDPA).
     val = [r for r in rows if r.split == "validation"]
     s = tc.summary(val)
-    assert s["compiled_median"] == pytest.approx(0.128, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.235, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.086, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.122, abs=0.005)
     compiled = [r for r in rows if r.compiled_us]
     assert len(compiled) == 40
     wrong = sorted(r.id for r in compiled if r.inductor_kernels != r.inductor_kernels_predicted)
     assert wrong == ["decoder_layer_b1_s16_d1024_bf16", "decoder_layer_b1_s2048_d2048_bf16",
-                     "decoder_layer_b1_s512_d2048_bf16", "decoder_layer_b4_s1024_d4096_bf16"]
+                     "decoder_layer_b1_s512_d2048_bf16"]
 
 
 def test_split_reductions_match_inductor(rows):
@@ -240,11 +248,10 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     spec = write_spec(base, raw["measured"], raw["provenance"], "cal.json")
     out = tf.add_to_spec(spec, doc, "cal-torch.json")
     hw = to_core(HardwareFile.model_validate(out))
-    # not in that run: the repeat_kv copy and the kernels by shape; the GEMM curves are
-    # added only when asked for
+    # not in that run: the repeat_kv copy and the kernels by shape
     assert set(hw.family_curves) == set(FAMILIES) - {
-        GEMM_FAMILY, "copy_broadcast", "softmax_warp", "softmax_wide_row", "softmax_long_row",
-        "embedding_small_index"}
+        "copy_broadcast", "softmax_warp", "softmax_wide_row", "softmax_long_row",
+        "embedding_small_index", "cat_strided"}
     assert hw.compiled_launch_s == pytest.approx(34.61e-6, abs=1e-8)
     assert hw.compiled_call_s == pytest.approx((45.295 - 34.61) * 1e-6, abs=2e-8)
     assert hw.graph_gap_s is None                  # that run did not measure the replay gap
@@ -264,11 +271,11 @@ def test_the_fresh_calibrations_validation_run_is_pinned(hw):
     rows = tc.compare(doc, hw)
     s = tc.summary(rows)
     assert s["cases"] == 100
-    assert s["kernel_median"] == pytest.approx(0.052, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.078, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.044, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.074, abs=0.005)
     compiled = [r for r in rows if r.compiled_us]
     assert len(compiled) == 25 and all(r.compiled_us_predicted is None for r in compiled)
-    assert s["inductor_count_match"] == pytest.approx(0.92)
+    assert s["inductor_count_match"] == pytest.approx(0.96)
     assert "calls are not compared" in tc.report(doc, hw)
 
 
@@ -315,13 +322,14 @@ def test_a_run_with_its_synchronize_cost_pins_eager_and_the_speedup(hw):
     doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-fresh2.json")
     assert doc["host"]["sync_us"] == pytest.approx(4.9)
     s = tc.summary(tc.compare(doc, hw))
-    assert s["eager_median"] == pytest.approx(0.120, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.153, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.103, abs=0.005)
+    # (a validation-only run: no per-kind eager calls of its own, every op costs its tiny op)
+    assert s["eager_median"] == pytest.approx(0.112, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.136, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.089, abs=0.005)
     doc["host"].pop("sync_us")           # without it, as before the runs measured it
     s = tc.summary(tc.compare(doc, hw))
-    assert s["eager_median"] == pytest.approx(0.150, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.226, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.185, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.213, abs=0.005)
 
 
 def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
@@ -347,16 +355,16 @@ def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
 def test_a_users_module_measured_on_the_h200_is_pinned(hw):
     # `rooflab validate --gpu --backend torch py:examples/transformer_block.py:build --input
     # "x=[8,512,1024]:bf16"` on the lent H200: the hand-written block is over-predicted on
-    # the GPU (its kernels +26 %, the graph replay +24 %) and 3 kernels short (27 of 30)
+    # the GPU (its kernels +23 %, the graph replay +20 %) and 4 kernels short (26 of 30)
     from rooflab.validate import torch_suite
     case = torch_suite.program_case(f"py:{ROOT / 'examples' / 'transformer_block.py'}:build",
                                     ("x=[8,512,1024]:bf16",))
     doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-block.json")
     assert "no case of this run is a torch-suite case" in tc.report(doc, hw)
     (row,) = tc.compare(doc, hw, extra_cases=[case])
-    assert (row.kernels_predicted, row.kernels_measured) == (27, 30)
-    assert row.kernel_error == pytest.approx(0.262, abs=0.005)
-    assert row.graph_error == pytest.approx(0.242, abs=0.005)
+    assert (row.kernels_predicted, row.kernels_measured) == (26, 30)
+    assert row.kernel_error == pytest.approx(0.231, abs=0.005)
+    assert row.graph_error == pytest.approx(0.199, abs=0.005)
 
 
 RUN_R7 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r7.json"
@@ -365,19 +373,20 @@ RUN_R7 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r7.json"
 def test_the_shipped_specs_validation_on_another_lease_is_pinned(hw):
     # `rooflab validate --gpu --backend torch` with the shipped spec on a later lease (both
     # splits; its own torch.compile host fit): the 103 validation cases, kernels ATen picks by
-    # shape and SDPA backends included. Per-kernel median within the 8 % target, p90 not (20 %)
+    # shape and SDPA backends included. Per-kernel median and p90 within their targets (8 and
+    # 20 %), eager and graph too (10 %); compiled not (13.6 %)
     doc = tc.load(RUN_R7)
     assert tc.compiled_host_of(doc) is not None
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 103
-    assert s["kernel_median"] == pytest.approx(0.054, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.185, abs=0.01)
-    assert s["graph_median"] == pytest.approx(0.085, abs=0.005)
-    assert s["eager_median"] == pytest.approx(0.140, abs=0.005)
-    assert s["compiled_median"] == pytest.approx(0.167, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.046, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.173, abs=0.01)
+    assert s["graph_median"] == pytest.approx(0.080, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.056, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.136, abs=0.005)
     fam = tc.by_family(val)
-    assert fam["sdpa"]["kernel_median"] == pytest.approx(0.078, abs=0.005)
+    assert fam["sdpa"]["kernel_median"] == pytest.approx(0.065, abs=0.005)
     assert fam["embedding_small_index"]["kernel_median"] == pytest.approx(0.087, abs=0.005)
 
 
@@ -391,22 +400,23 @@ def test_the_gate_fails_without_the_sdpa_backends(hw):
 
 def test_a_run_with_the_bare_module_call_charges_it(hw):
     # reports/validation/torch/h200-2026-12-04-r8.json measured a bare nn.Module's call
-    # (2.0 us on that lease): each case's eager call pays it once for itself, so the
-    # prediction of a one-add case is that much longer than without it
+    # (2.0 us on that lease): each case's eager call pays it once for itself, and the fit of
+    # each op kind's eager call takes it out first. Without it measured, the add's fitted
+    # call absorbs it: the prediction of a one-add case is the same either way
     doc = tc.load(ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r8.json")
     assert doc["host"]["module_call_us"] == pytest.approx(2.0, abs=0.01)
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 104
-    assert s["kernel_median"] == pytest.approx(0.050, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.188, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.120, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.092, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.044, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.175, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.057, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.088, abs=0.005)
     add = next(r for r in val if r.id == "add_64K_bf16")
     doc["host"].pop("module_call_us")
     without = next(r for r in tc.compare(doc, hw, only_split="validation")
                    if r.id == "add_64K_bf16")
-    assert add.eager_us_predicted - without.eager_us_predicted == pytest.approx(2.0, abs=0.01)
+    assert add.eager_us_predicted == pytest.approx(without.eager_us_predicted, abs=0.01)
 
 
 def test_reduce_overhead_prices_the_input_copies(hw):
@@ -420,7 +430,7 @@ def test_reduce_overhead_prices_the_input_copies(hw):
     assert emb.compiled_graph_error == pytest.approx(-0.051, abs=0.005)
     val = [r for r in rows if r.split == "validation"]
     assert sum(r.compiled_graph_us_predicted is not None for r in val) == 25
-    assert tc.summary(val)["compiled_graph_median"] == pytest.approx(0.187, abs=0.005)
+    assert tc.summary(val)["compiled_graph_median"] == pytest.approx(0.193, abs=0.005)
     # a validation-only run cannot fit cudagraph trees' own call: no comparison
     fresh = tc.compare(tc.load(ROOT / "reports" / "validation" / "torch" /
                                "h200-2026-12-04-fresh.json"), hw)
@@ -448,20 +458,20 @@ def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     # reports/validation/torch/h200-2026-12-04-r9.json: both splits on one lease (a tiny op
     # 7.6 us there); its calibration split gave the shipped spec's GPU-side torch figures, its
     # validation split is checked here. On this lease the per-kernel median and p90 (8 and
-    # 20 %), eager, graph and the eager->graph speedup (10 %) meet their targets; compiled
-    # (10 %) does not
+    # 20 %), eager, graph, the eager->graph and eager->compiled speedups (10 %) meet their
+    # targets; the compiled call (10 %) misses by a hair (10.4 %)
     doc = tc.load(RUN_R9)
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 106
-    assert s["kernel_median"] == pytest.approx(0.050, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.199, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.093, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.087, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.071, abs=0.005)
-    assert s["compiled_median"] == pytest.approx(0.121, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.122, abs=0.005)
-    assert s["compiled_graph_median"] == pytest.approx(0.141, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.045, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.186, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.083, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.073, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.055, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.104, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.098, abs=0.005)
+    assert s["compiled_graph_median"] == pytest.approx(0.168, abs=0.005)
 
 
 def test_eager_call_fit_by_hand():
@@ -555,3 +565,25 @@ def test_gemm_overlap_is_recovered_from_cases_made_with_it():
     # and the FLOP curve without the bytes' share: 100 GFLOP in 2 + 142.86 µs
     frac = dict(fit["gflop_points"])[100.0]
     assert 1e11 / (1e15 * frac) == pytest.approx(t_c(1e11), rel=0.01)
+
+
+def test_an_h100_lease_calibrated_and_validated_in_one_go_is_pinned():
+    # lab/torch_kernels/lease.sh on an H100 SXM (2026-12-06): `rooflab calibrate --gpu`, then
+    # the whole torch suite on the spec it wrote (beside the run: H100 fractions over the H200
+    # datasheet's peaks, the base calibrate took then). One host throughout, so every figure
+    # is the lease's own. Met on this lease: per kernel median (4.7 %), eager, graph,
+    # compiled and both speedups (under 7 %); the per-kernel p90 misses (21.3 % against 20)
+    hw = api.load_hardware(str(RUN_H100.with_name(RUN_H100.stem + "-spec.yaml")))
+    doc = tc.load(RUN_H100)
+    assert doc["provenance"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
+    s = tc.summary(val)
+    assert s["cases"] == 116
+    assert s["kernel_median"] == pytest.approx(0.047, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.213, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.057, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.064, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.046, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.056, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.049, abs=0.005)
+    assert s["inductor_count_match"] == pytest.approx(0.96)
