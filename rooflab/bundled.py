@@ -13,6 +13,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+import yaml
+
 # the folder above the package, and the names of each kind's folder there and in a wheel
 _CHECKOUT = Path(__file__).resolve().parent.parent
 _FOLDERS = {"specs": ("hardware_specs", "bundled_specs"),
@@ -72,3 +74,22 @@ def model_file(path: str) -> str | Path:
     is the bundled config unless a file of that path exists (bundled names are resolved by
     rooflab.trace.zoo)."""
     return _in_folder(path, MODEL_DIR, _FOLDERS["models"][0])
+
+
+def datasheet_for_device(device_name: str, spec_dir: Path = SPEC_DIR) -> str | None:
+    """The bundled datasheet spec's name for a GPU as torch names it ("NVIDIA H100 80GB HBM3"
+    -> "h100-sxm"): the spec whose display name holds the device's model (H100, L40S, 4090,
+    ...) and, where the model has several, its form factor (PCIe or SXM); None when no
+    bundled spec is that GPU."""
+    words = device_name.upper().replace("-", " ").split()
+    models = [w for w in words if any(c.isdigit() for c in w) and w[0].isalpha()
+              or w.isdigit() and len(w) == 4]
+    if not models:
+        return None
+    form = "PCIE" if "PCIE" in words else "SXM"
+    matches = [p.stem for p in sorted(spec_dir.glob("*.yaml")) if models[0] in
+               str(yaml.safe_load(p.read_text()).get("display_name", "")).upper()
+               .replace("-", " ").split()]
+    if len(matches) > 1:
+        matches = [m for m in matches if form.lower() in m] or matches
+    return matches[0] if len(matches) == 1 else None

@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import yaml
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Literal
@@ -585,25 +584,6 @@ def load_file(path: str | Path) -> Hardware:
 def spec_paths(spec_dir: Path = SPEC_DIR) -> dict[str, Path]:
     """Bundled spec files by name (the file stem)."""
     return {p.stem: p for p in sorted(spec_dir.glob("*.yaml"))}
-
-
-def datasheet_for_device(device_name: str, spec_dir: Path = SPEC_DIR) -> str | None:
-    """The bundled datasheet spec's name for a GPU as torch names it ("NVIDIA H100 80GB HBM3"
-    -> "h100-sxm"): the spec whose display name holds the device's model (H100, L40S, 4090,
-    ...) and, where the model has several, its form factor (PCIe or SXM); None when no
-    bundled spec is that GPU."""
-    words = device_name.upper().replace("-", " ").split()
-    models = [w for w in words if any(c.isdigit() for c in w) and w[0].isalpha()
-              or w.isdigit() and len(w) == 4]
-    if not models:
-        return None
-    form = "PCIE" if "PCIE" in words else "SXM"
-    matches = [name for name, p in spec_paths(spec_dir).items() if models[0] in
-               str(yaml.safe_load(p.read_text()).get("display_name", "")).upper()
-               .replace("-", " ").split()]
-    if len(matches) > 1:
-        matches = [m for m in matches if form.lower() in m] or matches
-    return matches[0] if len(matches) == 1 else None
 
 
 def load(name_or_path: str, spec_dir: Path = SPEC_DIR) -> Hardware:

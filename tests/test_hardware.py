@@ -3,7 +3,7 @@
 def test_the_datasheet_spec_of_a_gpu_as_torch_names_it():
     # calibrate starts from the spec of the GPU it measures (an H100 measured against the
     # H200's datasheet gave a spec named h200)
-    from rooflab.hardware import datasheet_for_device
+    from rooflab.bundled import datasheet_for_device
     assert datasheet_for_device("NVIDIA H100 80GB HBM3") == "h100-sxm"
     assert datasheet_for_device("NVIDIA H100 PCIe") == "h100-pcie"
     assert datasheet_for_device("NVIDIA H200") == "h200"

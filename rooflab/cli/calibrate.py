@@ -66,7 +66,7 @@ def calibrate(
 
 def _datasheet(device_name: str, where: str) -> str:
     """The bundled datasheet spec of the GPU `device_name` (measured on `where`)."""
-    from rooflab.hardware import datasheet_for_device
+    from rooflab.bundled import datasheet_for_device
     name = datasheet_for_device(device_name)
     if name is None:
         raise RooflabError(f"{where}: no bundled datasheet spec is a {device_name}; pass "
