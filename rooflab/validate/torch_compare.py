@@ -154,9 +154,8 @@ def fit_eager_calls(doc: dict, graphs: dict) -> dict[str, tuple[float, int]]:
         (eager call back to back - module call - views x view dispatch) / calls
 
     `graphs`: case id -> its traced Graph. An op's eager call, as a model's forward makes it,
-    costs more than the run's tiny-op dispatch (a bare torch.add): its Python wrapper, argument
-    checks and, for SDPA, the backend choice; these costs vary by kind (on one H200 lease:
-    10.6 µs for an add, 17 for rms_norm, 24 for layer_norm, 28 for a GEMM, 55 for SDPA)."""
+    costs more than the run's tiny-op dispatch (a bare torch.add), by kind: its Python wrapper,
+    argument checks and, for SDPA, the backend choice (docs/cost-model.md has measured ones)."""
     from rooflab.ops import KINDS, Role
     host = doc["host"]
     per_call: dict[str, list[float]] = {}
