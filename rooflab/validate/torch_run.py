@@ -9,8 +9,9 @@ microseconds per call of the case's forward:
     graph_us            one call captured as a CUDA graph, replayed N times, per replay
     kernels             [{name, us}] per kernel of one call, in launch order (torch.profiler,
                         averaged over the profiled calls)
-    compiled_us         torch.compile (default mode) after 10 warm-up calls: the median of 3
-                        windows of N calls bracketed by events (compiled_spread: max/min - 1)
+    compiled_us         torch.compile (default mode) after 10 warm-up calls: the median of 7
+                        windows of N calls bracketed by events (compiled_windows_us: each
+                        window's µs per call; compiled_spread: max/min - 1)
     compiled_graph_us   torch.compile(mode="reduce-overhead"), the same way
     compiled_kernels    the kernel names of one compiled call, in launch order
     compiled_kernel_us  and their times (torch.profiler, averaged over the profiled calls)
@@ -41,9 +42,11 @@ _PROFILE_CALLS = 3
 _COMPILE_RESERVE_S = 0.4   # budget kept per case still to run when deciding to compile
 # A compiled call's first calls still settle (reduce-overhead records its CUDA graph on the
 # second or third, the caching allocator grows): warm past them, then take the median of
-# several windows, whose spread the entry keeps
+# several windows, which the entry keeps. A host-bound compiled call's windows of ~25 ms
+# differed by up to 2x within one case on an H100 lease: seven windows keep one slow stretch
+# of the host from setting the median
 _COMPILED_WARM_CALLS = 10
-_COMPILED_WINDOWS = 3
+_COMPILED_WINDOWS = 7
 
 
 def _first_line(e: BaseException) -> str:
@@ -346,6 +349,7 @@ def _time_compiled(torch, clock, mod, inputs, n, entry, profile, compile_ok):
         windows = clock.windows_us(lambda: cm(*inputs), n, _COMPILED_WINDOWS)
         entry[key] = round(statistics.median(windows), 3)
         entry[key.replace("_us", "_spread")] = round(max(windows) / min(windows) - 1, 3)
+        entry[key.replace("_us", "_windows_us")] = [round(w, 3) for w in windows]
         if mode is None and profile:
             # averaged over several calls where they launch the same kernels, else one call's
             per = per_call_kernels(_profile(torch, lambda: cm(*inputs), _PROFILE_CALLS),
