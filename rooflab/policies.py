@@ -31,6 +31,10 @@ class FusionPolicy:
     # are split over the grid into several launches (Inductor's split reductions)
     inline_single_reader: bool = False
     split_reductions: bool = False
+    # two independent pointwise kernels over the same number of elements that read a common
+    # tensor become one kernel (Inductor's horizontal fusion: it scores candidate pairs by the
+    # bytes they share, dependent or not)
+    fuse_siblings: bool = False
 
     def allows(self, anchor: Role, role: Role) -> bool:
         return (anchor.value, role.value) in self.edges
@@ -56,7 +60,8 @@ POLICIES: dict[str, FusionPolicy] = {
         "epilogue, attention one SDPA call",
         edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_PW, _SC)}),
         attention_pattern=True, reduction_prologue=True, extern_gemm=True,
-        inline_single_reader=True, split_reductions=True, kernels="inductor"),
+        inline_single_reader=True, split_reductions=True, fuse_siblings=True,
+        kernels="inductor"),
 }
 
 

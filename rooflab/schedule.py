@@ -341,6 +341,8 @@ class _Grouper:
                 ordered.add(gid)
         if self.policy.inline_single_reader:
             order = self._inline_single_readers(order)
+        if self.policy.fuse_siblings:
+            order = self._fuse_siblings(order)
         return order
 
     def _inline_single_readers(self, order: list[int]) -> list[int]:
@@ -365,6 +367,47 @@ class _Grouper:
                 self._merge(a, b)
                 merged = True
         return [g for g in order if self.groups[g]]
+
+    def _external_inputs(self, gid: int) -> set[str]:
+        """The tensors (by the bytes they name) that group gid reads from outside itself."""
+        return {self.view(t) for i in self.groups[gid] for t in self.g.ops[i].inputs
+                if self.group_of.get(self.producer.get(self.view(t), -1)) != gid}
+
+    def _fuse_siblings(self, order: list[int]) -> list[int]:
+        """Merge pairs of pointwise (or gather) kernels with no path between them that produce
+        the same number of elements and read a common tensor: one kernel loads the shared input
+        once and writes both outputs (Inductor fuses such siblings, e.g. the rotary embedding
+        of q and of k, which both read cos and sin). Data-dependent kernels stay apart."""
+        def candidate(g: int) -> bool:
+            return bool(self.groups[g]) and not self.data_dep[g] and \
+                self.anchor[g] in (Role.POINTWISE, Role.GATHER) and self.fusion[g] != "attention"
+        for ia, a in enumerate(order):
+            if not candidate(a):
+                continue
+            for b in order[ia + 1:]:
+                if not candidate(b) or self.max_out[a] != self.max_out[b] or \
+                        not self._external_inputs(a) & self._external_inputs(b) or \
+                        self._depends_on(a, b) or self._depends_on(b, a):
+                    continue
+                self._merge_siblings(a, b)
+        return [g for g in order if self.groups[g]]
+
+    def _merge_siblings(self, a: int, b: int) -> None:
+        """Move group b's ops into group a (neither reads the other)."""
+        for i in sorted(self.groups[b]):
+            self._add(a, i)
+        self.groups[b] = []
+        for d in self.deps[b]:
+            self.readers[d].discard(b)
+            self.readers[d].add(a)
+        for r in self.readers[b]:
+            self.deps[r].discard(b)
+            self.deps[r].add(a)
+            self.readers[a].add(r)
+        self.deps[b], self.readers[b] = set(), set()
+        if self.anchor[b] is Role.GATHER:
+            self.anchor[a] = Role.GATHER
+        self.fusion[a] = "pointwise"
 
     def _merge(self, a: int, b: int) -> None:
         """Move group a's ops into group b (b reads a; nothing else does)."""

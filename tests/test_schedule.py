@@ -242,3 +242,30 @@ def test_inductor_inlines_a_pointwise_kernel_into_its_only_reader(write_yaml, h2
     assert kernels(ind) == [("neg", "cat", "xcos", "rsin", "add")]
     # reads x, cos, sin (3 x 32 KiB), writes y (32 KiB)
     assert ind.totals.hbm_bytes == 4 * 16 * 1024 * 2
+
+
+def test_inductor_fuses_sibling_kernels_that_read_a_common_tensor(write_yaml, h200):
+    # q * cos and k * cos: independent, 16,384 elements each, both read cos. Inductor runs
+    # them as one kernel that loads cos once; k of a grouped-query layer (4 times fewer
+    # elements) stays a kernel of its own
+    path = write_yaml("""
+        name: rope_siblings
+        tensors:
+          q: {shape: [16, 1024], dtype: bf16}
+          k: {shape: [16, 1024], dtype: bf16}
+          kv: {shape: [16, 256], dtype: bf16}
+          cos: {shape: [16, 1024], dtype: bf16}
+          cosg: {shape: [16, 256], dtype: bf16}
+        ops:
+          - {kind: mul, name: qrot, inputs: [q, cos], outputs: [qr]}
+          - {kind: mul, name: krot, inputs: [k, cos], outputs: [kr]}
+          - {kind: mul, name: grot, inputs: [kv, cosg], outputs: [gr]}
+        outputs: [qr, kr, gr]
+    """)
+    ind = api.predict(path, h200, "inductor", "graph")
+    assert kernels(ind) == [("qrot", "krot"), ("grot",)]
+    e = 16 * 1024 * 2
+    # q, k, cos read once (3E), qr and kr written (2E); grot reads and writes E/4 twice and once
+    assert ind.totals.hbm_bytes == 5 * e + 3 * e // 4
+    # the fused policy (rooflab's own kernels) keeps them apart: it joins producers to readers
+    assert len(api.predict(path, h200, "fused", "graph").kernels) == 3

@@ -26,6 +26,7 @@ RUN_R3 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r3.json"
 SPEC = ROOT / "hardware_specs" / "measured" / "h200.yaml"
 # an H100 lease's calibration and, on it, the whole suite (the spec it calibrated beside it)
 RUN_H100 = ROOT / "reports" / "validation" / "torch" / "h100-80gb-hbm3-2026-12-06.json"
+RUN_H100_R2 = RUN_H100.with_name("h100-80gb-hbm3-2026-12-06-r2.json")
 
 
 @pytest.fixture(scope="module")
@@ -211,8 +212,8 @@ def test_inductor_kernel_counts_by_name():
 def test_compiled_validation_errors_are_pinned(rows):
     # Targets (issue 14): compiled whole-call median 10 %, eager->compiled speedup median 10 %.
     # Met for the call (8.6 %), not for the speedup (12.2 %): the compiled host cost per call
-    # varies 44-55 us for one Triton kernel within this run. The small decoder layers run
-    # 6 Triton kernels where Inductor runs 5 (it drops the copy after SDPA).
+    # varies 44-55 us for one Triton kernel within this run. Inductor's kernel counts match on
+    # every case (the rotary embeddings of q and k are one kernel: sibling fusion).
     val = [r for r in rows if r.split == "validation"]
     s = tc.summary(val)
     assert s["compiled_median"] == pytest.approx(0.086, abs=0.005)
@@ -220,8 +221,7 @@ def test_compiled_validation_errors_are_pinned(rows):
     compiled = [r for r in rows if r.compiled_us]
     assert len(compiled) == 40
     wrong = sorted(r.id for r in compiled if r.inductor_kernels != r.inductor_kernels_predicted)
-    assert wrong == ["decoder_layer_b1_s16_d1024_bf16", "decoder_layer_b1_s2048_d2048_bf16",
-                     "decoder_layer_b1_s512_d2048_bf16"]
+    assert wrong == []
 
 
 def test_split_reductions_match_inductor(rows):
@@ -275,7 +275,7 @@ def test_the_fresh_calibrations_validation_run_is_pinned(hw):
     assert s["graph_median"] == pytest.approx(0.074, abs=0.005)
     compiled = [r for r in rows if r.compiled_us]
     assert len(compiled) == 25 and all(r.compiled_us_predicted is None for r in compiled)
-    assert s["inductor_count_match"] == pytest.approx(0.96)
+    assert s["inductor_count_match"] == pytest.approx(1.0)
     assert "calls are not compared" in tc.report(doc, hw)
 
 
@@ -585,5 +585,34 @@ def test_an_h100_lease_calibrated_and_validated_in_one_go_is_pinned():
     assert s["graph_median"] == pytest.approx(0.064, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.046, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.056, abs=0.005)
-    assert s["compiled_speedup_median"] == pytest.approx(0.049, abs=0.005)
-    assert s["inductor_count_match"] == pytest.approx(0.96)
+    assert s["compiled_speedup_median"] == pytest.approx(0.056, abs=0.005)
+    assert s["inductor_count_match"] == pytest.approx(1.0)
+
+
+def test_a_second_h100_lease_with_seven_compiled_windows_is_pinned():
+    # lab/torch_kernels/lease.sh on an H100 SXM (2026-12-06, 17:04 UTC): calibrate on the
+    # H100's own datasheet spec (reports/calibration/h100-80gb-hbm3-2026-12-06.json, kept),
+    # then the torch suite with each compiled call the median of 7 windows. Met: per kernel
+    # median 4.6 %, eager, graph, compiled (5.9 %), both speedups and reduce-overhead (under
+    # 10 %), Inductor's kernel count on every case; missed: per kernel p90 21.2 % (target 20)
+    spec = RUN_H100_R2.with_name(RUN_H100_R2.stem + "-spec.yaml")
+    hw = api.load_hardware(str(spec))
+    assert hw.name == "h100-sxm"
+    doc = tc.load(RUN_H100_R2)
+    # one-kernel compiled calls 41-46 us; the fit over the 7 host-bound calibration cases
+    fit = tc.fit_compiled_host(doc)
+    assert fit["cases"] == 7
+    assert fit["compiled_call_us"] + fit["compiled_launch_us"] == pytest.approx(43.44, abs=0.01)
+    assert fit["compiled_launch_us"] == pytest.approx(25.41, abs=0.01)
+    assert fit["compiled_extern_us"] == pytest.approx(22.42, abs=0.01)
+    s = tc.summary([r for r in tc.compare(doc, hw) if r.split == "validation"])
+    assert s["cases"] == 116
+    assert s["kernel_median"] == pytest.approx(0.046, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.212, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.053, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.048, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.035, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.059, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.030, abs=0.005)
+    assert s["compiled_graph_median"] == pytest.approx(0.096, abs=0.005)
+    assert s["inductor_count_match"] == pytest.approx(1.0)
