@@ -2,6 +2,8 @@
 # One lease, one consistent set of figures: a fresh calibration (Triton and the torch suite's
 # calibration split), then on that spec the torch backend (both splits: eager, CUDA graph,
 # torch.compile) and the Triton backend. Everything lands in $OUT/lease.tar.gz with the logs.
+# The spec is written as h200.yaml: the gate names a Triton run's GPU by its spec's file stem, so
+# on an H200 the run can be committed as reports/validation/h200-<date>.json as it is.
 # Run on the device machine from the repository root, after the install line of
 # ../shared/device/wheels.sh:   bash lab/torch_kernels/lease.sh
 set -uo pipefail
@@ -13,15 +15,15 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 t0=$(date +%s)
 # the archive is rewritten after each step, so a run cut off by the time limit keeps what it did
 pack() { tar -C /tmp -czf "$OUT/lease.tar.gz" lease; }
-$R calibrate --gpu --force -o /tmp/lease/h200-fresh.yaml > /tmp/lease/calibrate.log 2>&1
+$R calibrate --gpu --force -o /tmp/lease/h200.yaml > /tmp/lease/calibrate.log 2>&1
 echo "calibrate rc=$? $(( $(date +%s) - t0 )) s" | tee -a /tmp/lease/steps.txt
 cp reports/calibration/*"$(date -u +%F)"* /tmp/lease/ 2>/dev/null
 pack
-$R validate --gpu --backend torch --force -H /tmp/lease/h200-fresh.yaml \
+$R validate --gpu --backend torch --force -H /tmp/lease/h200.yaml \
     -o /tmp/lease/torch.json > /tmp/lease/torch.log 2>&1
 echo "torch rc=$? $(( $(date +%s) - t0 )) s" | tee -a /tmp/lease/steps.txt
 pack
-timeout "${TRITON_S:-240}" $R validate --gpu --force -H /tmp/lease/h200-fresh.yaml -o /tmp/lease/triton.json \
+timeout "${TRITON_S:-240}" $R validate --gpu --force -H /tmp/lease/h200.yaml -o /tmp/lease/triton.json \
     > /tmp/lease/triton.log 2>&1
 echo "triton rc=$? $(( $(date +%s) - t0 )) s" | tee -a /tmp/lease/steps.txt
 pack
