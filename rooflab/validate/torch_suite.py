@@ -130,14 +130,15 @@ class _Builder:
                                    SPLITS[i % 2], build, tuple(inputs),
                                    compile=i in compile_at, variant=variant))
 
-    def calibration(self, family, variant: str, rows: list[tuple], split: str = "calibration"):
+    def calibration(self, family, variant: str, rows: list[tuple], split: str = "calibration",
+                    compile_at=()):
         """Rows of one split (calibration by default), sizes between a variant's: they resolve
         a family's curve where it bends (the L2 cliff, a kernel's fixed time), or give a
         kernel that a variant's sizes reach rarely its validation cases, without moving the
-        variant's alternation."""
-        for cid, build, inputs in rows:
+        variant's alternation. compile_at: row indexes to compile."""
+        for i, (cid, build, inputs) in enumerate(rows):
             self.cases.append(Case(cid, family, split, build, tuple(inputs), variant=variant,
-                                   between=True))
+                                   between=True, compile=i in compile_at))
 
 
 def _cases() -> list[Case]:
@@ -200,9 +201,11 @@ def _cases() -> list[Case]:
     B.variant("reduce_column", "sum", [
         (f"sum_col_{t}x{d}_bf16", program(lambda x: x.sum(0), "ColumnSum"),
          [Input("x", (t, d))]) for t, d in rshapes], compile_at=(3,))
+    # compiled at 2048 rows: Inductor splits it into 2 kernels, and the call is host-bound, so
+    # it measures what a split reduction's extra launch costs torch.compile's host
     B.calibration("reduce_column", "sum", [
         (f"sum_col_{t}x{d}_bf16", program(lambda x: x.sum(0), "ColumnSum"),
-         [Input("x", (t, d))]) for t, d in between])
+         [Input("x", (t, d))]) for t, d in between], compile_at=(2,))
     B.variant("reduce_column", "mean", [
         (f"mean_col_{t}x{d}_fp32", program(lambda x: x.mean(0), "ColumnMean"),
          [Input("x", (t, d), "fp32")]) for t, d in rshapes[:-1]])
@@ -214,7 +217,7 @@ def _cases() -> list[Case]:
         for n in (1024, 32768, 2**20, 2**22, 2**24, 2**26, 2**28)], compile_at=(4,))
     B.calibration("reduce_all", "sum", [
         (f"sum_all_{_size_tag(n)}_fp32", program(lambda x: x.sum(), "TotalSum"),
-         [Input("x", (n,), "fp32")]) for n in (2**13, 2**17, 2**21, 2**23)])
+         [Input("x", (n,), "fp32")]) for n in (2**13, 2**17, 2**21, 2**23)], compile_at=(2,))
 
     # softmax over rows: long vocab-like rows and attention-like rows; ATen picks its kernel
     # by the row's length (kernel_families.eager_family), so each row is that kernel's family
@@ -237,7 +240,7 @@ def _cases() -> list[Case]:
     B.calibration("softmax_wide_row", "bf16", softmax_rows(((64, 8192), (4096, 6144)), "bf16"),
                   "validation")
     B.calibration("softmax_long_row", "bf16", softmax_rows(
-        ((1, 128256), (16, 128256), (512, 128256), (4096, 128256)), "bf16"))
+        ((1, 128256), (16, 128256), (512, 128256), (4096, 128256)), "bf16"), compile_at=(1,))
     B.calibration("softmax_warp", "bf16", softmax_rows(((8192, 512),), "bf16"), "validation")
     B.calibration("softmax", "bf16", softmax_rows(((32, 4096),), "bf16"), "validation")
     B.calibration("softmax_long_row", "bf16", softmax_rows(((4, 151936),), "bf16"),
