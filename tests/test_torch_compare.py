@@ -616,3 +616,31 @@ def test_a_second_h100_lease_with_seven_compiled_windows_is_pinned():
     assert s["compiled_speedup_median"] == pytest.approx(0.030, abs=0.005)
     assert s["compiled_graph_median"] == pytest.approx(0.096, abs=0.005)
     assert s["inductor_count_match"] == pytest.approx(1.0)
+
+
+def test_a_third_h100_lease_with_compiled_split_reductions_is_pinned():
+    # lease.sh again on an H100 SXM (2026-12-06, ~17:48 UTC), with three host-bound split
+    # reductions compiled in the calibration split (2 and 5 Triton kernels, no extern call):
+    # the compiled host fit now sees what an extra Triton launch costs apart from an extern
+    # call. Met: per kernel median 4.3 %, eager, graph, compiled (2.6 %), both speedups
+    # (under 5 %), Inductor's count on every case; missed: per kernel p90 20.6 % (target
+    # 20) and reduce-overhead 11.5 % (10)
+    run = RUN_H100.with_name("h100-80gb-hbm3-2026-12-06-r3.json")
+    hw = api.load_hardware(str(run.with_name(run.stem + "-spec.yaml")))
+    doc = tc.load(run)
+    fit = tc.fit_compiled_host(doc)
+    assert fit["cases"] == 10
+    assert fit["compiled_call_us"] == pytest.approx(33.92, abs=0.01)
+    assert fit["compiled_launch_us"] == pytest.approx(12.24, abs=0.01)
+    assert fit["compiled_extern_us"] == pytest.approx(29.79, abs=0.01)
+    s = tc.summary([r for r in tc.compare(doc, hw) if r.split == "validation"])
+    assert s["cases"] == 116
+    assert s["kernel_median"] == pytest.approx(0.043, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.206, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.041, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.066, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.025, abs=0.005)
+    assert s["compiled_median"] == pytest.approx(0.026, abs=0.005)
+    assert s["compiled_speedup_median"] == pytest.approx(0.044, abs=0.005)
+    assert s["compiled_graph_median"] == pytest.approx(0.115, abs=0.005)
+    assert s["inductor_count_match"] == pytest.approx(1.0)
