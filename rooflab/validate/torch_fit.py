@@ -44,6 +44,9 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
     in L2 finds them there. Up to the capacity, time follows the slope of the two largest
     measurements that fit (L2's rate), then rises to the first measurement beyond it (HBM's);
     a straight line across the capacity would price sizes just below it at half HBM's rate.
+    Past the capacity nothing stays in L2, so no size there runs faster than the first
+    measurement beyond it did: a line from the L2 knot would price sizes just past it at
+    nearly L2's rate.
 
     `per_index_s` (family -> seconds per index, fit_per_index): a row gather's time less that
     cost per index is what its curve holds."""
@@ -58,27 +61,46 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
                                           [t for ts in by_bytes.values() for t in ts])
         if len(nbytes) < 2:
             continue
+        beyond_l2 = None
         if l2_bytes:
             nbytes, time_s = _with_l2_knot(nbytes, time_s, l2_bytes)
+            past = nbytes > l2_bytes
+            if past.any() and (~past).any():
+                beyond_l2 = (l2_bytes, nbytes[past][0], time_s[past][0])
         curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in
                        _fraction_grid(nbytes, time_s, hbm_peak_bytes_per_s, 1e3,
-                                      MAX_CURVE_FRACTION)]
+                                      MAX_CURVE_FRACTION, beyond_l2)]
     return curves
 
 
 def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, start: float,
-                   cap: float) -> list[tuple[float, float]]:
+                   cap: float, slowest_past: tuple[float, float, float] | None = None
+                   ) -> list[tuple[float, float]]:
     """Measured times against sizes (FLOPs or bytes, increasing) as a curve of achieved
     fractions of `peak_per_s`, [(size, fraction), ...]: the time interpolated linearly in size
     between measurements (constant below the smallest), at four points a decade from `start`
     to the largest size and at each measurement, the fraction at most `cap`. A spec's curve
     is read in log(size), which between two measurements decades apart would miss a time
-    that is a fixed cost plus a rate."""
+    that is a fixed cost plus a rate. `slowest_past` (edge, size, time_s): sizes between the edge
+    and the measurement (size, time_s) beyond it run no faster than that measurement did, and
+    a point just past the edge marks where that starts."""
     between = 10 ** np.arange(np.log10(start), np.log10(size[-1]), 0.25)
     # grid points within 1 % of a measurement would duplicate it once rounded
     apart = np.min(np.abs(between[:, None] / size[None, :] - 1), axis=1) > 0.01
-    grid = np.sort(np.concatenate([between[apart], size]))
-    frac = np.minimum(grid / np.interp(grid, size, time_s) / peak_per_s, cap)
+    if slowest_past:
+        # the cliff: the knot at the edge, then just past it the rate beyond it
+        edge = slowest_past[0] * 1.001
+        beyond = size[size > slowest_past[0]]
+        between = np.append(between[apart], edge) \
+            if np.all(np.abs(edge / beyond - 1) > 0.01) else between[apart]
+    else:
+        between = between[apart]
+    grid = np.sort(np.concatenate([between, size]))
+    t = np.interp(grid, size, time_s)
+    if slowest_past:
+        edge, b_past, t_past = slowest_past
+        t = np.where((grid > edge) & (grid < b_past), np.maximum(t, grid * t_past / b_past), t)
+    frac = np.minimum(grid / t / peak_per_s, cap)
     return list(zip(grid.tolist(), frac.tolist()))
 
 
