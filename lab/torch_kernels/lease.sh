@@ -17,7 +17,8 @@ t0=$(date +%s)
 pack() { tar -C /tmp -czf "$OUT/lease.tar.gz" lease; }
 $R calibrate --gpu --force -o /tmp/lease/h200.yaml > /tmp/lease/calibrate.log 2>&1
 echo "calibrate rc=$? $(( $(date +%s) - t0 )) s" | tee -a /tmp/lease/steps.txt
-cp reports/calibration/*"$(date -u +%F)"* /tmp/lease/ 2>/dev/null
+# only what this calibration wrote (the tree may hold an earlier lease's files of the same day)
+find reports/calibration -type f -newer /tmp/lease/nvidia-smi.csv -exec cp {} /tmp/lease/ \;
 pack
 $R validate --gpu --backend torch --force -H /tmp/lease/h200.yaml \
     -o /tmp/lease/torch.json > /tmp/lease/torch.log 2>&1
