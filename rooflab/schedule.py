@@ -377,19 +377,33 @@ class _Grouper:
         """Merge pairs of pointwise (or gather) kernels with no path between them that produce
         the same number of elements and read a common tensor: one kernel loads the shared input
         once and writes both outputs (Inductor fuses such siblings, e.g. the rotary embedding
-        of q and of k, which both read cos and sin). Data-dependent kernels stay apart."""
-        def candidate(g: int) -> bool:
-            return bool(self.groups[g]) and not self.data_dep[g] and \
-                self.anchor[g] in (Role.POINTWISE, Role.GATHER) and self.fusion[g] != "attention"
-        for ia, a in enumerate(order):
-            if not candidate(a):
+        of q and of k, which both read cos and sin). Data-dependent kernels stay apart. Each
+        kernel, in order, takes the later ones that qualify; only kernels reading one of its
+        inputs at its size are looked at, so a long graph costs about its reads, not its
+        kernels squared."""
+        pos = {g: i for i, g in enumerate(order)}
+        cands = [g for g in order if self.groups[g] and not self.data_dep[g]
+                 and self.anchor[g] in (Role.POINTWISE, Role.GATHER)
+                 and self.fusion[g] != "attention"]
+        inputs = {g: self._external_inputs(g) for g in cands}
+        readers: dict[tuple[str, int], list[int]] = {}      # (tensor, size) -> kernels, in order
+        for g in cands:
+            for t in inputs[g]:
+                readers.setdefault((t, self.max_out[g]), []).append(g)
+        for a in cands:
+            if not self.groups[a]:
                 continue
-            for b in order[ia + 1:]:
-                if not candidate(b) or self.max_out[a] != self.max_out[b] or \
-                        not self._external_inputs(a) & self._external_inputs(b) or \
-                        self._depends_on(a, b) or self._depends_on(b, a):
-                    continue
-                self._merge_siblings(a, b)
+            seen, todo = {a}, sorted(inputs[a])
+            while todo:
+                for b in readers.get((todo.pop(), self.max_out[a]), ()):
+                    if b in seen or pos[b] < pos[a] or not self.groups[b]:
+                        continue
+                    seen.add(b)
+                    if self._depends_on(a, b) or self._depends_on(b, a):
+                        continue
+                    self._merge_siblings(a, b)
+                    todo.extend(sorted(inputs[b] - inputs[a]))
+                    inputs[a] |= inputs[b]
         return [g for g in order if self.groups[g]]
 
     def _merge_siblings(self, a: int, b: int) -> None:
