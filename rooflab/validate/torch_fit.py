@@ -87,18 +87,16 @@ def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, star
     between = 10 ** np.arange(np.log10(start), np.log10(size[-1]), 0.25)
     # grid points within 1 % of a measurement would duplicate it once rounded
     apart = np.min(np.abs(between[:, None] / size[None, :] - 1), axis=1) > 0.01
+    between = between[apart]
     if slowest_past:
+        edge, b_past, t_past = slowest_past
         # the cliff: the knot at the edge, then just past it the rate beyond it
-        edge = slowest_past[0] * 1.001
-        beyond = size[size > slowest_past[0]]
-        between = np.append(between[apart], edge) \
-            if np.all(np.abs(edge / beyond - 1) > 0.01) else between[apart]
-    else:
-        between = between[apart]
+        just_past = edge * 1.001
+        if np.all(np.abs(just_past / size[size > edge] - 1) > 0.01):
+            between = np.append(between, just_past)
     grid = np.sort(np.concatenate([between, size]))
     t = np.interp(grid, size, time_s)
     if slowest_past:
-        edge, b_past, t_past = slowest_past
         t = np.where((grid > edge) & (grid < b_past), np.maximum(t, grid * t_past / b_past), t)
     frac = np.minimum(grid / t / peak_per_s, cap)
     return list(zip(grid.tolist(), frac.tolist()))
