@@ -406,36 +406,34 @@ class _Grouper:
                     inputs[a] |= inputs[b]
         return [g for g in order if self.groups[g]]
 
+    def _move(self, src: int, dst: int) -> None:
+        """Move group src's ops into group dst, which takes over src's producers and readers
+        (an edge between the two disappears)."""
+        for i in sorted(self.groups[src]):
+            self._add(dst, i)
+        self.groups[src] = []
+        for d in self.deps[src] - {dst}:
+            self.readers[d].discard(src)
+            self.readers[d].add(dst)
+            self.deps[dst].add(d)
+        for r in self.readers[src] - {dst}:
+            self.deps[r].discard(src)
+            self.deps[r].add(dst)
+            self.readers[dst].add(r)
+        self.readers[dst].discard(src)
+        self.deps[dst].discard(src)
+        self.deps[src], self.readers[src] = set(), set()
+
     def _merge_siblings(self, a: int, b: int) -> None:
         """Move group b's ops into group a (neither reads the other)."""
-        for i in sorted(self.groups[b]):
-            self._add(a, i)
-        self.groups[b] = []
-        for d in self.deps[b]:
-            self.readers[d].discard(b)
-            self.readers[d].add(a)
-        for r in self.readers[b]:
-            self.deps[r].discard(b)
-            self.deps[r].add(a)
-            self.readers[a].add(r)
-        self.deps[b], self.readers[b] = set(), set()
+        self._move(b, a)
         if self.anchor[b] is Role.GATHER:
             self.anchor[a] = Role.GATHER
         self.fusion[a] = "pointwise"
 
     def _merge(self, a: int, b: int) -> None:
         """Move group a's ops into group b (b reads a; nothing else does)."""
-        for i in sorted(self.groups[a]):
-            self._add(b, i)
-        self.groups[a] = []
-        self.deps[b].discard(a)
-        for d in self.deps[a]:
-            self.readers[d].discard(a)
-            if d != b:
-                self.readers[d].add(b)
-                self.deps[b].add(d)
-        self.readers[a] = set()
-        self.deps[a] = set()
+        self._move(a, b)
         if self.anchor[b] is Role.POINTWISE and not self.fusion[b]:
             self.fusion[b] = "pointwise"
 
