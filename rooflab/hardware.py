@@ -454,13 +454,7 @@ class Hardware:
         measured floor interpolated linearly, flat below its shortest row, growing in
         proportion beyond its longest; 0 without one."""
         pts = self.family_row_floors.get(family)
-        if not pts:
-            return 0.0
-        rb, ts = np.array([b for b, _ in pts]), np.array([t for _, t in pts])
-        inside = np.interp(row_bytes, rb, ts)
-        beyond = ts[-1] * np.asarray(row_bytes, dtype=float) / rb[-1]
-        out = np.where(np.asarray(row_bytes) > rb[-1], beyond, inside)
-        return out if isinstance(row_bytes, np.ndarray) else float(out)
+        return floor_at(pts, row_bytes) if pts else 0.0
 
     @property
     def link_rate(self) -> float:
@@ -471,6 +465,17 @@ class Hardware:
 # with this latency per ring step (NCCL's Simple protocol over NVLink: a few microseconds per
 # step; an assumption until the spec lists published or measured figures).
 DEFAULT_STEP_LATENCY_S = 2e-6
+
+
+def floor_at(pts, row):
+    """A row kernel's floor at rows `row` long (a number or an array), from its measured
+    [(row length, time), ...] (row lengths increasing, in any one unit): interpolated
+    linearly, flat below the shortest row, growing in proportion beyond the longest."""
+    rb, ts = np.array([b for b, _ in pts], dtype=float), np.array([t for _, t in pts])
+    inside = np.interp(row, rb, ts)
+    beyond = ts[-1] * np.asarray(row, dtype=float) / rb[-1]
+    out = np.where(np.asarray(row) > rb[-1], beyond, inside)
+    return out if isinstance(row, np.ndarray) else float(out)
 
 
 def log_interp(pts: tuple[tuple[float, float], ...], x):

@@ -105,6 +105,26 @@ def test_family_curve_past_l2_runs_no_faster_than_the_first_measurement_beyond()
     assert curve[17.78] == pytest.approx(17.78e6 / 6.445e-6 / 4.8e12, rel=2e-3)
 
 
+def test_family_curve_above_a_floor_measurement_is_the_floor_or_the_next_rate():
+    # a vocabulary softmax (rows of 256 kB) measured at 10 MB in 30 us, on its floor (30 us),
+    # and at 100 MB in 60 us. Up to where 100 MB's rate (1.667 TB/s) takes longer than the
+    # floor the time is the floor's: 30 us at 31.62 MB (a grid point), not the line's
+    # 30 + 21.62 / 90 x 30 = 37.21 us; at 56.23 MB, 56.23 / 100 x 60 = 33.74 us (line: 45.41)
+    def row(nbytes, us):
+        return replace(_row("softmax_long_row", nbytes, us), row_bytes=256_000, rows=1)
+    rows = [row(10_000_000, 30.0), row(100_000_000, 60.0)]
+    fit = tf.fit_family_curves(rows, 4.8e12, ["softmax_long_row"],
+                               row_floors={"softmax_long_row": [(256.0, 30.0)]})
+    curve = dict(fit["softmax_long_row"])
+    assert curve[31.62] == pytest.approx(31.62e6 / 30e-6 / 4.8e12, rel=2e-3)        # 0.2196
+    assert curve[56.23] == pytest.approx(56.23e6 / 33.74e-6 / 4.8e12, rel=2e-3)     # 0.3472
+    assert curve[100.0] == pytest.approx(100e6 / 60e-6 / 4.8e12, rel=2e-3)
+    # 30 us is more than 1.1 x a 20 us floor: a measurement off the floor, the line stays
+    lifted = dict(tf.fit_family_curves(rows, 4.8e12, ["softmax_long_row"], row_floors={
+        "softmax_long_row": [(256.0, 20.0)]})["softmax_long_row"])
+    assert lifted[31.62] == pytest.approx(31.62e6 / 37.21e-6 / 4.8e12, rel=2e-3)
+
+
 def test_row_floor_fit_by_hand():
     # few-row cases (at most 8 rows per SM) give a row length its least time; the 65536-row
     # case is bandwidth-bound and is not a floor sample

@@ -22,14 +22,20 @@ from dataclasses import replace
 import numpy as np
 
 from rooflab.errors import RooflabError
-from rooflab.hardware import MAX_CURVE_FRACTION, Hardware, log_interp
+from rooflab.hardware import MAX_CURVE_FRACTION, Hardware, floor_at, log_interp
 from rooflab.validate.torch_compare import (CaseComparison, compare, fit_compiled_host,
                                             fit_eager_calls, traced_cases)
 
 
+# A calibration case within this factor of its row kernel's floor is on the floor: its rows have
+# not yet filled the GPU
+FLOOR_BOUND = 1.1
+
+
 def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
                       families, l2_bytes: float | None = None,
-                      per_index_s: dict[str, float] | None = None
+                      per_index_s: dict[str, float] | None = None,
+                      row_floors: dict[str, list[tuple[float, float]]] | None = None
                       ) -> dict[str, list[tuple[float, float]]]:
     """Per family, [[MB, fraction of HBM peak], ...] with MB increasing, from the single-kernel
     calibration cases' measured kernel times (the median where two cases move the same bytes).
@@ -49,33 +55,42 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
     nearly L2's rate.
 
     `per_index_s` (family -> seconds per index, fit_per_index): a row gather's time less that
-    cost per index is what its curve holds."""
+    cost per index is what its curve holds.
+
+    `row_floors` (fit_row_floors): a row kernel takes its floor (one row's serial time) until
+    its rows fill the GPU, then its time grows with its bytes. Above a measurement the floor
+    explains (within FLOOR_BOUND), time is interpolated as that floor or the next
+    measurement's rate, whichever is slower, not as a line: a line from the floor would price
+    128 rows of a vocabulary softmax, still on the floor's wave, at a third of the way to 512
+    rows' time."""
     curves: dict[str, list[tuple[float, float]]] = {}
     for fam in families:
-        by_bytes: dict[int, list[float]] = {}
-        for r in rows:
-            if r.family == fam and r.split == "calibration" and r.kernel_us and r.moved_bytes:
-                by_bytes.setdefault(round(r.curve_bytes or r.moved_bytes), []).append(
-                    r.kernel_us * 1e-6 - (per_index_s or {}).get(fam, 0.0) * r.indices)
-        nbytes, time_s = _medians_by_size([b for b, ts in by_bytes.items() for _ in ts],
-                                          [t for ts in by_bytes.values() for t in ts])
+        floor = (row_floors or {}).get(fam)
+        cases = [(r.curve_bytes or r.moved_bytes,
+                  r.kernel_us * 1e-6 - (per_index_s or {}).get(fam, 0.0) * r.indices,
+                  bool(floor) and r.kernel_us <= FLOOR_BOUND * floor_at(floor, r.row_bytes / 1e3))
+                 for r in rows if r.family == fam and r.split == "calibration" and r.kernel_us
+                 and r.moved_bytes]
+        if not cases:
+            continue
+        nbytes, time_s, on_floor = _medians_by_size(*map(list, zip(*cases)))
         if len(nbytes) < 2:
             continue
         beyond_l2 = None
         if l2_bytes:
-            nbytes, time_s = _with_l2_knot(nbytes, time_s, l2_bytes)
+            nbytes, time_s, on_floor = _with_l2_knot(nbytes, time_s, on_floor, l2_bytes)
             past = nbytes > l2_bytes
             if past.any() and (~past).any():
                 beyond_l2 = (l2_bytes, nbytes[past][0], time_s[past][0])
         curves[fam] = [(_sig(b / 1e6), _sig(f)) for b, f in
                        _fraction_grid(nbytes, time_s, hbm_peak_bytes_per_s, 1e3,
-                                      MAX_CURVE_FRACTION, beyond_l2)]
+                                      MAX_CURVE_FRACTION, beyond_l2, on_floor)]
     return curves
 
 
 def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, start: float,
-                   cap: float, slowest_past: tuple[float, float, float] | None = None
-                   ) -> list[tuple[float, float]]:
+                   cap: float, slowest_past: tuple[float, float, float] | None = None,
+                   on_floor: np.ndarray | None = None) -> list[tuple[float, float]]:
     """Measured times against sizes (FLOPs or bytes, increasing) as a curve of achieved
     fractions of `peak_per_s`, [(size, fraction), ...]: the time interpolated linearly in size
     between measurements (constant below the smallest), at four points a decade from `start`
@@ -83,7 +98,9 @@ def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, star
     is read in log(size), which between two measurements decades apart would miss a time
     that is a fixed cost plus a rate. `slowest_past` (edge, size, time_s): sizes between the edge
     and the measurement (size, time_s) beyond it run no faster than that measurement did, and
-    a point just past the edge marks where that starts."""
+    a point just past the edge marks where that starts. `on_floor` (per measurement): above a
+    measurement on its kernel's floor, the time is that measurement's or the next one's rate
+    times the size, whichever is larger."""
     between = 10 ** np.arange(np.log10(start), np.log10(size[-1]), 0.25)
     # grid points within 1 % of a measurement would duplicate it once rounded
     apart = np.min(np.abs(between[:, None] / size[None, :] - 1), axis=1) > 0.01
@@ -96,15 +113,21 @@ def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, star
             between = np.append(between, just_past)
     grid = np.sort(np.concatenate([between, size]))
     t = np.interp(grid, size, time_s)
+    if on_floor is not None and on_floor[:-1].any():
+        # each grid point's measurement below it (the last one at or below)
+        below = np.clip(np.searchsorted(size, grid, side="right") - 1, 0, len(size) - 2)
+        hockey = np.maximum(time_s[below], grid * time_s[below + 1] / size[below + 1])
+        t = np.where(on_floor[below] & (grid > size[below]), hockey, t)
     if slowest_past:
         t = np.where((grid > edge) & (grid < b_past), np.maximum(t, grid * t_past / b_past), t)
     frac = np.minimum(grid / t / peak_per_s, cap)
     return list(zip(grid.tolist(), frac.tolist()))
 
 
-def _medians_by_size(size, time_s) -> tuple[np.ndarray, np.ndarray]:
+def _medians_by_size(size, time_s, on_floor=None):
     """Measurements (size, seconds) with sizes within 1 % of each other as one (they would
-    round to one point): the median size and time of each group, sizes increasing."""
+    round to one point): the median size and time of each group, sizes increasing; with
+    `on_floor` (a flag per measurement), also whether every one of the group's was set."""
     order = np.argsort(size, kind="stable")
     size, time_s = np.asarray(size, dtype=float)[order], np.asarray(time_s, dtype=float)[order]
     groups: list[list[int]] = []
@@ -113,8 +136,12 @@ def _medians_by_size(size, time_s) -> tuple[np.ndarray, np.ndarray]:
             groups[-1].append(i)
         else:
             groups.append([i])
-    return (np.array([np.median(size[g]) for g in groups]),
-            np.array([np.median(time_s[g]) for g in groups]))
+    medians = (np.array([np.median(size[g]) for g in groups]),
+               np.array([np.median(time_s[g]) for g in groups]))
+    if on_floor is None:
+        return medians
+    flags = np.asarray(on_floor, dtype=bool)[order]
+    return (*medians, np.array([flags[g].all() for g in groups]))
 
 
 def _rising(size: np.ndarray, time_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -214,18 +241,21 @@ def fit_row_floors(rows: list[CaseComparison], sm_count: int
             for fam, by_row in floors.items()}
 
 
-def _with_l2_knot(nbytes: np.ndarray, time_s: np.ndarray, l2_bytes: float):
-    """The measurements with a knot at the L2 capacity, its time extrapolated from the two
-    largest measurements within it (bounded by their neighbours); unchanged where fewer than
-    two fit or none lies beyond."""
+def _with_l2_knot(nbytes: np.ndarray, time_s: np.ndarray, on_floor: np.ndarray,
+                  l2_bytes: float):
+    """The measurements (and their on-floor flags) with a knot at the L2 capacity, its time
+    extrapolated from the two largest measurements within it (bounded by their neighbours),
+    on a floor where the largest of them is; unchanged where fewer than two fit or none lies
+    beyond."""
     inside = nbytes <= l2_bytes
     if inside.sum() < 2 or inside.all() or np.any(nbytes == l2_bytes):
-        return nbytes, time_s
+        return nbytes, time_s, on_floor
     (b0, b1), (t0, t1) = nbytes[inside][-2:], time_s[inside][-2:]
     t_l2 = t1 + (l2_bytes - b1) * max(t1 - t0, 0.0) / (b1 - b0)
     t_l2 = min(max(t_l2, t1), time_s[~inside][0])
     at = int(inside.sum())
-    return np.insert(nbytes, at, l2_bytes), np.insert(time_s, at, t_l2)
+    return (np.insert(nbytes, at, l2_bytes), np.insert(time_s, at, t_l2),
+            np.insert(on_floor, at, on_floor[at - 1]))
 
 
 def fit_attention_backends(doc: dict, hw: Hardware) -> dict[str, tuple[float, int]]:
@@ -314,8 +344,9 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
                                          PER_INDEX_FAMILIES)
     rows = [r for doc in runs for r in compare(doc, hw)]
     per_index = {fam: fit_per_index(rows, fam) for fam in PER_INDEX_FAMILIES}
-    curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
     floors = fit_row_floors(rows, hw.sm_count)
+    curves = fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index,
+                               floors)
     out: dict = {"kernel_families": {
         fam: {"points": [[mb, f] for mb, f in pts],
               **({"row_floor": [[kb, us] for kb, us in floors[fam]]} if fam in floors else {}),
