@@ -142,7 +142,9 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
     rows = tc.compare(tc.load(cal), hw)
     per_index = {"embedding": tf.fit_per_index(rows, "embedding")}
     assert hw.family_per_index_s["embedding"] == pytest.approx(per_index["embedding"], rel=1e-3)
-    fitted = tf.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index)
+    floors = tf.fit_row_floors(rows, hw.sm_count)
+    fitted = tf.fit_family_curves(rows, hw.hbm_bytes_per_s, FAMILIES, hw.l2_bytes, per_index,
+                                  floors)
     # r9 predates the strided cat's cases: that family is priced as a plain cat there
     assert set(fitted) == set(hw.family_curves) - {GEMM_FAMILY} == \
         set(FAMILIES) - {GEMM_FAMILY, "cat_strided"}
@@ -150,7 +152,6 @@ def test_the_spec_curves_are_its_calibrations_fit(hw):
         spec = hw.family_curves[fam]
         assert [b for b, _ in spec] == pytest.approx([mb * 1e6 for mb, _ in pts])
         assert [f for _, f in spec] == pytest.approx([f for _, f in pts])
-    floors = tf.fit_row_floors(rows, hw.sm_count)
     assert set(floors) == set(ROW_FAMILIES) == set(hw.family_row_floors)
     # rms_norm's rows of 4096 bf16 (8 KB): 4 rows took 4.02 µs, the least of its few-row cases
     assert dict(hw.family_row_floors["rms_norm"])[8192] == pytest.approx(4.02e-6, rel=0.01)
@@ -169,14 +170,14 @@ def test_suite_coverage(rows, rows_r3):
 def test_validation_errors_are_pinned(rows):
     # Targets (issue 14): per kernel median 8 %, p90 20 %; whole call eager and graph 10 %.
     # The curves come from another lease's calibration; each op kind's eager call is fitted
-    # on this run's own calibration cases. Met: all four (graph 9.3 %).
+    # on this run's own calibration cases. Met: all four (eager 9.3 %, graph 8.6 %).
     # Not met: the eager->graph speedup (11.8 %: this run measured no synchronize cost).
     # Pinned, so that a change of the model shows here.
     s = tc.summary([r for r in rows if r.split == "validation"])
     assert s["kernel_median"] == pytest.approx(0.042, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.187, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.086, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.093, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.180, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.093, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.086, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.118, abs=0.005)
     fam = tc.by_family([r for r in rows if r.split == "validation"])
     assert fam["elementwise_broadcast"]["kernel_median"] < 0.02
@@ -362,12 +363,12 @@ def test_a_run_with_its_synchronize_cost_pins_eager_and_the_speedup(hw):
     assert doc["host"]["sync_us"] == pytest.approx(4.9)
     s = tc.summary(tc.compare(doc, hw))
     # (a validation-only run: no per-kind eager calls of its own, every op costs its tiny op)
-    assert s["eager_median"] == pytest.approx(0.112, abs=0.005)
-    assert s["speedup_median"] == pytest.approx(0.136, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.089, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.117, abs=0.005)
+    assert s["speedup_median"] == pytest.approx(0.134, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.087, abs=0.005)
     doc["host"].pop("sync_us")           # without it, as before the runs measured it
     s = tc.summary(tc.compare(doc, hw))
-    assert s["eager_median"] == pytest.approx(0.185, abs=0.005)
+    assert s["eager_median"] == pytest.approx(0.198, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.213, abs=0.005)
 
 
@@ -419,8 +420,8 @@ def test_the_shipped_specs_validation_on_another_lease_is_pinned(hw):
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 103
-    assert s["kernel_median"] == pytest.approx(0.046, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.173, abs=0.01)
+    assert s["kernel_median"] == pytest.approx(0.045, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.161, abs=0.01)
     assert s["graph_median"] == pytest.approx(0.080, abs=0.005)
     assert s["eager_median"] == pytest.approx(0.056, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.136, abs=0.005)
@@ -447,8 +448,8 @@ def test_a_run_with_the_bare_module_call_charges_it(hw):
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 104
-    assert s["kernel_median"] == pytest.approx(0.044, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.175, abs=0.01)
+    assert s["kernel_median"] == pytest.approx(0.041, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.158, abs=0.01)
     assert s["eager_median"] == pytest.approx(0.057, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.088, abs=0.005)
     add = next(r for r in val if r.id == "add_64K_bf16")
@@ -503,9 +504,9 @@ def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
     assert s["cases"] == 106
-    assert s["kernel_median"] == pytest.approx(0.042, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.186, abs=0.01)
-    assert s["eager_median"] == pytest.approx(0.083, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.040, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.174, abs=0.01)
+    assert s["eager_median"] == pytest.approx(0.082, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.073, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.055, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.104, abs=0.005)
@@ -679,8 +680,10 @@ def test_a_third_h100_lease_with_compiled_split_reductions_is_pinned():
 def test_the_third_h100_lease_rebuilt_with_the_current_fit(tmp_path, monkeypatch):
     # `rooflab calibrate --from` the lease's raw figures (and the torch run beside them): the
     # curves now run no faster past L2 than their first measurement beyond it, so the row
-    # sum of 67 MB comes out at -11 % (-27 % on the lease's spec) and the per kernel p90 at
-    # 18.6 % (20.6 %); nothing else moved by more than 0.7 points
+    # sum of 67 MB comes out at -11 % (-27 % on the lease's spec); above a measurement on
+    # its floor a row kernel's curve is the floor or the next rate, so the vocabulary
+    # softmax of 128 rows comes out at -3 % (+29 %). Per kernel: median 3.6 %, p90 17.1 %
+    # (4.3 and 20.6 % on the lease's spec)
     from typer.testing import CliRunner
     from rooflab.cli import app
     monkeypatch.chdir(ROOT)
@@ -694,8 +697,9 @@ def test_the_third_h100_lease_rebuilt_with_the_current_fit(tmp_path, monkeypatch
     rows = tc.compare(tc.load(RUN_H100.with_name("h100-80gb-hbm3-2026-12-06-r3.json")), hw)
     by_id = {r.id: r for r in rows}
     assert by_id["sum_row_8192x4096_bf16"].kernel_error == pytest.approx(-0.107, abs=0.005)
+    assert by_id["softmax_128x128256_bf16"].kernel_error == pytest.approx(-0.026, abs=0.005)
     s = tc.summary([r for r in rows if r.split == "validation"])
-    assert s["kernel_median"] == pytest.approx(0.043, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.186, abs=0.005)
-    assert s["graph_median"] == pytest.approx(0.063, abs=0.005)
+    assert s["kernel_median"] == pytest.approx(0.036, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.171, abs=0.005)
+    assert s["graph_median"] == pytest.approx(0.060, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.026, abs=0.005)

@@ -14,8 +14,7 @@ from __future__ import annotations
 import argparse
 import yaml
 
-from rooflab import api
-from rooflab.hardware import HardwareFile, load as load_hw, spec_paths, to_core
+from rooflab.hardware import HardwareFile, spec_paths, to_core
 from rooflab.validate import calspec
 from rooflab.validate import torch_compare as tc
 

@@ -1,6 +1,7 @@
 """Shape study: how ATen's row, column and softmax kernels' times move with shape at fixed bytes.
 
     python lab/torch_kernels/shape_study.py --out $OUT/shape-study.json
+    python lab/torch_kernels/shape_study.py --report lab/leases/<lease>/shape-study.json
 
 Questions (each a systematic error of the torch suite on every lease, see NOTES.md here):
   wide_row   softmax rows of 4097..9216 (cunn_SoftMaxForwardReg, 5..9 values a thread): is
@@ -50,10 +51,29 @@ def cases():
             yield "column", f"sum_col_{rows}x{cols}", (rows, cols), lambda x: x.sum(0)
 
 
+def report(path: str) -> None:
+    """Each case's time and its achieved rate: bytes read and written (in the storage dtype)
+    per second, and for softmax the µs per million elements."""
+    doc = json.load(open(path))
+    print(doc["provenance"]["gpu"], doc["provenance"]["date_utc"])
+    for c in doc["cases"]:
+        rows, cols = c["shape"]
+        elems = rows * cols
+        out = {"sum_col": cols, "sum_row": rows}.get(c["id"].split("_")[0] + "_"
+                                                     + c["id"].split("_")[1], elems)
+        moved = 2 * (elems + out)
+        print(f"{c['group']:9s} {c['id']:26s} {c['kernel_us']:9.2f} us {moved / 1e6:9.2f} MB "
+              f"{moved / c['kernel_us'] / 1e6:6.2f} TB/s {c['kernel_us'] / elems * 1e6:7.2f} "
+              f"us/M elts  {len(c['kernels'])} kernels {c['kernels'][-1]['name'][:50]}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--report")
     a = ap.parse_args()
+    if a.report:
+        return report(a.report)
     out = {"schema": "rooflab.shape-study/1",
            "provenance": torch_run.provenance(torch, "cuda", " ".join(sys.argv)), "cases": []}
     for group, name, shape, fn in cases():
