@@ -59,11 +59,12 @@ FAMILIES: dict[str, str] = {
     "reduce_column": "sum / mean / max over an axis that is not the last",
     "reduce_all": "a reduction to one value (x.sum() of a tensor): ATen splits it over the grid",
     "softmax_warp": "softmax over rows of at most 2048: ATen's softmax_warp_forward, a warp per row",
-    "softmax": "softmax over rows of 2049 to 4096: ATen's cunn_SoftMaxForwardReg, a row in "
-               "a block's registers, at most 4 per thread",
-    "softmax_wide_row": "softmax over rows of 4097 to 9216: cunn_SoftMaxForwardReg with 5 to 9 "
-                        "registers of the row per thread (rows of 8192 run 25 % slower per "
-                        "element than rows of 4096)",
+    "softmax": "softmax over rows of 2049 to 6144: ATen's cunn_SoftMaxForwardReg, a row in "
+               "a block's registers, at most 6 per thread",
+    "softmax_wide_row": "softmax over rows of 6145 to 9216: cunn_SoftMaxForwardReg with 7 to 9 "
+                        "registers of the row per thread (on the H100, rows of 7168 to 9216 "
+                        "take 4.0 to 4.5 ns per element where rows of 4096 to 6144 take 3.2 "
+                        "to 3.5)",
     "softmax_long_row": "softmax over rows longer than 9216 (a vocabulary): ATen's "
                         "cunn_SoftMaxForward and its shared-memory variant",
     "layer_norm": "layer_norm over the last axis",
@@ -90,9 +91,11 @@ _CUBLAS_DTYPES = ("bf16", "fp16")
 # row of at most 2048 goes to the warp kernel; above it the block kernel (1024 threads) holds
 # the row in registers while ceil(row / 1024) < 10, a template instance per count; index_select
 # takes its small-index kernel for at most 16 indices. The profiler's kernel names in the torch
-# suite's runs show each choice.
+# suite's runs show each choice. The register kernel's instances run at one rate per element
+# up to 6 registers of the row a thread and a slower one from 7 (a shape study on the H100:
+# lab/leases/h100-2026-12-06-study), so they are two families.
 SOFTMAX_WARP_MAX_ROW = 2048
-SOFTMAX_REG4_MAX_ROW = 4096
+SOFTMAX_REG_FAST_MAX_ROW = 6144
 SOFTMAX_REG_MAX_ROW = 9216
 SMALL_INDEX_MAX = 16
 
@@ -179,7 +182,7 @@ def softmax_family(row: int) -> str:
     """The family of ATen's softmax kernel for rows of `row` elements."""
     if row <= SOFTMAX_WARP_MAX_ROW:
         return "softmax_warp"
-    if row <= SOFTMAX_REG4_MAX_ROW:
+    if row <= SOFTMAX_REG_FAST_MAX_ROW:
         return "softmax"
     return "softmax_wide_row" if row <= SOFTMAX_REG_MAX_ROW else "softmax_long_row"
 

@@ -168,10 +168,11 @@ ops: [{{kind: {kind}, name: op, inputs: [{', '.join(names)}], outputs: [o]{attrs
 
 
 def test_aten_picks_softmax_and_index_select_kernels_by_shape(write_yaml, h200):
-    # softmax rows up to 2048 take the warp kernel, to 9216 the register kernel, then the
-    # long-row one; index_select's small-index kernel takes at most 16 ids
-    for row, fam in ((2048, "softmax_warp"), (2049, "softmax"), (4096, "softmax"),
-                     (4097, "softmax_wide_row"), (9216, "softmax_wide_row"),
+    # softmax rows up to 2048 take the warp kernel, to 9216 the register kernel (at most 6
+    # registers a thread at one rate, 7 to 9 at a slower one), then the long-row one;
+    # index_select's small-index kernel takes at most 16 ids
+    for row, fam in ((2048, "softmax_warp"), (2049, "softmax"), (6144, "softmax"),
+                     (6145, "softmax_wide_row"), (9216, "softmax_wide_row"),
                      (9217, "softmax_long_row")):
         g = _one_op(write_yaml, "softmax", [(4, row)])
         assert api.predict_graph(g, h200, "unfused", "graph").kernels[0].family == fam, row

@@ -505,7 +505,7 @@ def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     s = tc.summary(val)
     assert s["cases"] == 106
     assert s["kernel_median"] == pytest.approx(0.040, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.174, abs=0.01)
+    assert s["kernel_p90"] == pytest.approx(0.151, abs=0.01)
     assert s["eager_median"] == pytest.approx(0.082, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.073, abs=0.005)
     assert s["speedup_median"] == pytest.approx(0.055, abs=0.005)
@@ -619,14 +619,15 @@ def test_an_h100_lease_calibrated_and_validated_in_one_go_is_pinned():
     # lab/torch_kernels/lease.sh on an H100 SXM (2026-12-06): `rooflab calibrate --gpu`, then
     # the whole torch suite on the spec it wrote (beside the run: H100 fractions over the H200
     # datasheet's peaks, the base calibrate took then). One host throughout, so every figure
-    # is the lease's own. Met on this lease: per kernel median (4.7 %), eager, graph,
-    # compiled and both speedups (under 7 %); the per-kernel p90 misses (21.3 % against 20)
+    # is the lease's own. Met on this lease: per kernel median (4.7 %) and p90 (19.7 %: 21.3
+    # before softmax rows of up to 6144 took the register kernel's faster family), eager,
+    # graph, compiled and both speedups (under 7 %)
     hw = api.load_hardware(str(RUN_H100.with_name(RUN_H100.stem + "-spec.yaml")))
     doc = tc.load(RUN_H100)
     assert doc["provenance"]["gpu"] == "NVIDIA H100 80GB HBM3"
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
-    _assert_pinned(s, cases=116, kernel_median=0.047, kernel_p90=0.213, eager_median=0.057,
+    _assert_pinned(s, cases=116, kernel_median=0.047, kernel_p90=0.197, eager_median=0.057,
                    graph_median=0.064, speedup_median=0.046, compiled_median=0.056,
                    compiled_speedup_median=0.056)
     assert s["inductor_count_match"] == pytest.approx(1.0)
@@ -637,7 +638,7 @@ def test_a_second_h100_lease_with_seven_compiled_windows_is_pinned():
     # H100's own datasheet spec (reports/calibration/h100-80gb-hbm3-2026-12-06.json, kept),
     # then the torch suite with each compiled call the median of 7 windows. Met: per kernel
     # median 4.6 %, eager, graph, compiled (5.9 %), both speedups and reduce-overhead (under
-    # 10 %), Inductor's kernel count on every case; missed: per kernel p90 21.2 % (target 20)
+    # 10 %), Inductor's kernel count on every case; missed: per kernel p90 20.8 % (target 20)
     spec = RUN_H100_R2.with_name(RUN_H100_R2.stem + "-spec.yaml")
     hw = api.load_hardware(str(spec))
     assert hw.name == "h100-sxm"
@@ -649,7 +650,7 @@ def test_a_second_h100_lease_with_seven_compiled_windows_is_pinned():
     assert fit["compiled_launch_us"] == pytest.approx(25.41, abs=0.01)
     assert fit["compiled_extern_us"] == pytest.approx(22.42, abs=0.01)
     s = tc.summary([r for r in tc.compare(doc, hw) if r.split == "validation"])
-    _assert_pinned(s, cases=116, kernel_median=0.046, kernel_p90=0.212, eager_median=0.053,
+    _assert_pinned(s, cases=116, kernel_median=0.046, kernel_p90=0.208, eager_median=0.053,
                    graph_median=0.048, speedup_median=0.035, compiled_median=0.059,
                    compiled_speedup_median=0.030, compiled_graph_median=0.096)
     assert s["inductor_count_match"] == pytest.approx(1.0)
@@ -659,9 +660,10 @@ def test_a_third_h100_lease_with_compiled_split_reductions_is_pinned():
     # lease.sh again on an H100 SXM (2026-12-06, ~17:48 UTC), with three host-bound split
     # reductions compiled in the calibration split (2 and 5 Triton kernels, no extern call):
     # the compiled host fit now sees what an extra Triton launch costs apart from an extern
-    # call. Met: per kernel median 4.3 %, eager, graph, compiled (2.6 %), both speedups
-    # (under 5 %), Inductor's count on every case; missed: per kernel p90 20.6 % (target
-    # 20) and reduce-overhead 11.5 % (10)
+    # call. Met: per kernel median 3.8 % and p90 18.6 % (20.6 before softmax rows of up to
+    # 6144 took the register kernel's faster family), eager, graph, compiled (2.6 %), both
+    # speedups (under 5 %), Inductor's count on every case; missed: reduce-overhead 11.5 %
+    # (10)
     run = RUN_H100.with_name("h100-80gb-hbm3-2026-12-06-r3.json")
     hw = api.load_hardware(str(run.with_name(run.stem + "-spec.yaml")))
     doc = tc.load(run)
@@ -671,7 +673,7 @@ def test_a_third_h100_lease_with_compiled_split_reductions_is_pinned():
     assert fit["compiled_launch_us"] == pytest.approx(12.24, abs=0.01)
     assert fit["compiled_extern_us"] == pytest.approx(29.79, abs=0.01)
     s = tc.summary([r for r in tc.compare(doc, hw) if r.split == "validation"])
-    _assert_pinned(s, cases=116, kernel_median=0.043, kernel_p90=0.206, eager_median=0.041,
+    _assert_pinned(s, cases=116, kernel_median=0.038, kernel_p90=0.186, eager_median=0.041,
                    graph_median=0.066, speedup_median=0.025, compiled_median=0.026,
                    compiled_speedup_median=0.044, compiled_graph_median=0.115)
     assert s["inductor_count_match"] == pytest.approx(1.0)
@@ -682,8 +684,9 @@ def test_the_third_h100_lease_rebuilt_with_the_current_fit(tmp_path, monkeypatch
     # curves now run no faster past L2 than their first measurement beyond it, so the row
     # sum of 67 MB comes out at -11 % (-27 % on the lease's spec); above a measurement on
     # its floor a row kernel's curve is the floor or the next rate, so the vocabulary
-    # softmax of 128 rows comes out at -3 % (+29 %). Per kernel: median 3.6 %, p90 17.1 %
-    # (4.3 and 20.6 % on the lease's spec)
+    # softmax of 128 rows comes out at -3 % (+29 %); rows of 6144 are priced with the
+    # register kernel's faster instances (+3.5 %, was +32 %). Per kernel: median 3.6 %, p90
+    # 16.5 % (4.3 and 20.6 % on the lease's spec)
     from typer.testing import CliRunner
     from rooflab.cli import app
     monkeypatch.chdir(ROOT)
@@ -700,6 +703,7 @@ def test_the_third_h100_lease_rebuilt_with_the_current_fit(tmp_path, monkeypatch
     assert by_id["softmax_128x128256_bf16"].kernel_error == pytest.approx(-0.026, abs=0.005)
     s = tc.summary([r for r in rows if r.split == "validation"])
     assert s["kernel_median"] == pytest.approx(0.036, abs=0.005)
-    assert s["kernel_p90"] == pytest.approx(0.171, abs=0.005)
+    assert s["kernel_p90"] == pytest.approx(0.165, abs=0.005)
+    assert by_id["softmax_4096x6144_bf16"].kernel_error == pytest.approx(0.035, abs=0.005)
     assert s["graph_median"] == pytest.approx(0.060, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.026, abs=0.005)

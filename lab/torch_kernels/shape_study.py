@@ -2,6 +2,7 @@
 
     python lab/torch_kernels/shape_study.py --out $OUT/shape-study.json
     python lab/torch_kernels/shape_study.py --report lab/leases/<lease>/shape-study.json
+    python lab/torch_kernels/shape_study.py --report <that json> --predict <measured spec>
 
 Questions (each a systematic error of the torch suite on every lease, see NOTES.md here):
   wide_row   softmax rows of 4097..9216 (cunn_SoftMaxForwardReg, 5..9 values a thread): is
@@ -40,8 +41,8 @@ def cases():
     for rows in (512, 1024, 1536, 2048, 2560, 3072, 4096, 6144, 8192, 16384):
         shape = (rows, 4096)
         yield "near_l2", f"rms_norm_{rows}x4096", shape, \
-            lambda x: F.rms_norm(x, (4096,), w.setdefault("w", torch.ones(4096, dtype=bf,
-                                                                             device="cuda")))
+            lambda x: F.rms_norm(x, (4096,), w.setdefault(x.device.type, torch.ones(
+                4096, dtype=bf, device=x.device)))
         yield "near_l2", f"layer_norm_{rows}x4096", shape, lambda x: F.layer_norm(x, (4096,))
         yield "near_l2", f"sum_row_{rows}x4096", shape, lambda x: x.sum(-1)
         yield "near_l2", f"add_{rows}x4096", shape, lambda x: x + x
@@ -67,11 +68,41 @@ def report(path: str) -> None:
               f"us/M elts  {len(c['kernels'])} kernels {c['kernels'][-1]['name'][:50]}")
 
 
+def predicted(path: str, spec: str) -> None:
+    """Each case's kernel time against the model's on `spec` (a measured spec of that GPU):
+    the study's calls traced on meta tensors and predicted `unfused`, per group the median
+    |error|."""
+    import statistics
+
+    from rooflab import api
+    from rooflab.trace import trace_module
+    hw = api.load_hardware(spec)
+    doc = json.load(open(path))
+    calls = {name: fn for _, name, _, fn in cases()}
+    errors: dict[str, list[float]] = {}
+    for c in doc["cases"]:
+        fn = calls[c["id"]]
+        module = type("Call", (torch.nn.Module,), {"forward": lambda self, x, fn=fn: fn(x)})()
+        x = torch.empty(c["shape"], dtype=torch.bfloat16, device="meta")
+        graph = trace_module(module, (x,), name=c["id"])
+        p = api.predict_graph(graph, hw, "unfused", "graph")
+        us = sum(k.time_s - k.launch_s for k in p.kernels) * 1e6
+        err = us / c["kernel_us"] - 1
+        errors.setdefault(c["group"], []).append(abs(err))
+        print(f"{c['group']:9s} {c['id']:26s} {c['kernel_us']:9.2f} {us:9.2f} {err * 100:+7.1f}%"
+              f"  {p.kernels[-1].family}")
+    for group, errs in errors.items():
+        print(f"{group}: median |error| {statistics.median(errs) * 100:.1f} % over {len(errs)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     ap.add_argument("--report")
+    ap.add_argument("--predict", metavar="SPEC", help="with --report: compare with the model")
     a = ap.parse_args()
+    if a.report and a.predict:
+        return predicted(a.report, a.predict)
     if a.report:
         return report(a.report)
     out = {"schema": "rooflab.shape-study/1",

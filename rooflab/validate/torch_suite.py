@@ -234,11 +234,12 @@ def _cases() -> list[Case]:
               softmax_rows(fp32_shapes, "fp32"))
     B.calibration("softmax_warp", "bf16", softmax_rows(
         ((16, 1024), (256, 512), (4096, 1024), (32768, 2048)), "bf16"))
-    B.calibration("softmax", "bf16", softmax_rows(((8, 4096), (1024, 4096)), "bf16"))
+    B.calibration("softmax", "bf16", softmax_rows(((8, 4096), (256, 6144), (1024, 4096)),
+                                                  "bf16"))
     B.calibration("softmax_wide_row", "bf16", softmax_rows(
-        ((16, 8192), (256, 6144), (1024, 8192), (2048, 8192)), "bf16"))
-    B.calibration("softmax_wide_row", "bf16", softmax_rows(((64, 8192), (4096, 6144)), "bf16"),
-                  "validation")
+        ((16, 8192), (1024, 8192), (2048, 8192)), "bf16"))
+    B.calibration("softmax_wide_row", "bf16", softmax_rows(((64, 8192),), "bf16"), "validation")
+    B.calibration("softmax", "bf16", softmax_rows(((4096, 6144),), "bf16"), "validation")
     B.calibration("softmax_long_row", "bf16", softmax_rows(
         ((1, 128256), (16, 128256), (512, 128256), (4096, 128256)), "bf16"), compile_at=(1,))
     B.calibration("softmax_warp", "bf16", softmax_rows(((8192, 512),), "bf16"), "validation")
