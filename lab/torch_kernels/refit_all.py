@@ -28,6 +28,8 @@ LEASES = [
      RUNS + "h100-80gb-hbm3-2026-12-06-r2.json"),
     ("h100 r3", CAL + "h100-80gb-hbm3-2026-12-06-2.json", None,
      RUNS + "h100-80gb-hbm3-2026-12-06-r3.json"),
+    ("h100 r4", CAL + "h100-80gb-hbm3-2026-12-06-3.json", None,
+     RUNS + "h100-80gb-hbm3-2026-12-06-r4.json"),
 ]
 
 
