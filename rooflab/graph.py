@@ -20,6 +20,12 @@ def folded_name(name: str) -> str:
     return _BLOCK_INDEX.sub(lambda m: "[*]" if m.group(0)[0] == "[" else "*", name)
 
 
+def block_indices(name: str) -> tuple[str, ...]:
+    """The repeated-block indices in `name`, outermost first: "layer[3].mlp" -> ("[3]",),
+    "model.layers.3.mlp" -> ("3",); () outside any repeated block."""
+    return tuple(_BLOCK_INDEX.findall(name))
+
+
 @dataclass(frozen=True, slots=True)
 class Tensor:
     """A named tensor. `strides`: in elements, as eager PyTorch lays it out, where its source

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rooflab.graph import Graph
+from rooflab.graph import Graph, block_indices
 from rooflab.grid import vmax
 from rooflab.hardware import Hardware
 from rooflab.ops import KINDS, Role, view_roots
@@ -377,15 +377,19 @@ class _Grouper:
         """Merge pairs of pointwise (or gather) kernels with no path between them that produce
         the same number of elements and read a common tensor: one kernel loads the shared input
         once and writes both outputs (Inductor fuses such siblings, e.g. the rotary embedding
-        of q and of k, which both read cos and sin). Data-dependent kernels stay apart. Each
-        kernel, in order, takes the later ones that qualify; only kernels reading one of its
-        inputs at its size are looked at, so a long graph costs about its reads, not its
+        of q and of k, which both read cos and sin). Data-dependent kernels stay apart, and so
+        do kernels of different repeats of a block (layer[3] and layer[4]): a model's layers
+        depend on each other through state a graph need not spell out (a layer's KV-cache write
+        precedes its attention's read of the cache), so Inductor never sees them as siblings.
+        Each kernel, in order, takes the later ones that qualify; only kernels reading one of
+        its inputs at its size are looked at, so a long graph costs about its reads, not its
         kernels squared."""
         pos = {g: i for i, g in enumerate(order)}
         cands = [g for g in order if self.groups[g] and not self.data_dep[g]
                  and self.anchor[g] in (Role.POINTWISE, Role.GATHER)
                  and self.fusion[g] != "attention"]
         inputs = {g: self._external_inputs(g) for g in cands}
+        block = {g: block_indices(self.g.ops[min(self.groups[g])].name) for g in cands}
         readers: dict[tuple[str, int], list[int]] = {}      # (tensor, size) -> kernels, in order
         for g in cands:
             for t in inputs[g]:
@@ -396,7 +400,8 @@ class _Grouper:
             seen, todo = {a}, sorted(inputs[a])
             while todo:
                 for b in readers.get((todo.pop(), self.max_out[a]), ()):
-                    if b in seen or pos[b] < pos[a] or not self.groups[b]:
+                    if b in seen or pos[b] < pos[a] or not self.groups[b] \
+                            or block[b] != block[a]:
                         continue
                     seen.add(b)
                     if self._depends_on(a, b) or self._depends_on(b, a):

@@ -269,3 +269,27 @@ def test_inductor_fuses_sibling_kernels_that_read_a_common_tensor(write_yaml, h2
     assert ind.totals.hbm_bytes == 5 * e + 3 * e // 4
     # the fused policy (rooflab's own kernels) keeps them apart: it joins producers to readers
     assert len(api.predict(path, h200, "fused", "graph").kernels) == 3
+
+
+def test_inductor_keeps_siblings_of_different_layers_apart(write_yaml, h200):
+    # each layer's k rotary feeds only its KV-cache write, which the graph leaves unread (the
+    # attention reads the cache as an input), so no path joins layer[0]'s to layer[1]'s. In
+    # the model the write precedes the layer's attention: Inductor never sees them as
+    # siblings, and each layer's rotary and write stay one kernel of that layer
+    path = write_yaml("""
+        name: rope_layers
+        params: {layers: 2}
+        tensors:
+          cos: {shape: [1, 1024], dtype: bf16}
+        ops:
+          - repeat: layers
+            name: layer
+            tensors:
+              k: {shape: [1, 1024], dtype: bf16}
+            ops:
+              - {kind: mul, name: k_rope, inputs: [k, cos], outputs: [kr]}
+              - {kind: copy, name: k_cache_write, inputs: [kr], outputs: [k_new]}
+    """)
+    ind = api.predict(path, h200, "inductor", "graph")
+    assert kernels(ind) == [("layer[0].k_rope", "layer[0].k_cache_write"),
+                            ("layer[1].k_rope", "layer[1].k_cache_write")]
