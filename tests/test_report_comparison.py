@@ -4,9 +4,12 @@
 import ast
 from pathlib import Path
 
+import pytest
+
 from rooflab import api
 from rooflab.compare import compare
 from rooflab.report import comparison, jsonout
+from rooflab.units import format_time
 
 COMPARE = Path(__file__).resolve().parent.parent / "rooflab" / "compare.py"
 
@@ -34,3 +37,40 @@ def test_text_and_json_of_the_gemm_epilogue_comparison(h200):
     assert "gemm+bias+gelu+residual" in text and "matmul→add→gelu→add" in text
     ranking = comparison.render_ranking(c)
     assert " 1. matmul → add → gelu → add: epilogue fusion saves " in ranking
+
+
+def test_what_no_fusion_holds_is_shown_apart():
+    # mlp_block, inductor vs fused, on the measured H200 spec under torch.compile's launch: the
+    # two fusions (gate+silu+mul, down+residual) hold their kernels' difference; the up
+    # projection holds the same op in both schedules but is a cuBLAS call under inductor and
+    # rooflab's own GEMM under fused, so it is priced apart. norm is the same kernel, priced
+    # alike. The fusions and the repriced kernel add up to the whole difference
+    from rooflab.bundled import SPEC_DIR
+    hw = api.load_hardware(str(SPEC_DIR / "measured" / "h200.yaml"))
+    ind = api.predict("mlp_block", hw, "inductor", "compiled")
+    fus = api.predict("mlp_block", hw, "fused", "compiled")
+    c = compare(ind, fus)
+    up = {p.policy: next(k for k in p.kernels if k.name == "up") for p in (ind, fus)}
+    assert [(r.kernel, r.count) for r in c.repriced] == [("up", 1)]
+    assert c.repriced[0].baseline_s == up["inductor"].time_s
+    assert c.repriced[0].candidate_s == up["fused"].time_s
+    assert up["fused"].time_s > up["inductor"].time_s          # the tile model, not cuBLAS's curve
+    norm = [next(k for k in p.kernels if k.name == "norm").time_s for p in (ind, fus)]
+    assert norm[0] == norm[1]
+    assert c.time_saved_elsewhere_s == pytest.approx(up["inductor"].time_s - up["fused"].time_s,
+                                                     abs=1e-12)
+    assert sum(f.time_saved_s for f in c.fusions) + c.time_saved_elsewhere_s == \
+        pytest.approx(c.time_saved_s, abs=1e-12)
+    rest = format_time(abs(c.time_saved_elsewhere_s))
+    line = f"not from fusions: fused costs {rest} more: kernels both schedules run, priced or " \
+           f"issued differently (up {format_time(up['inductor'].time_s)} → " \
+           f"{format_time(up['fused'].time_s)})"
+    assert line in comparison.render_ranking(c).splitlines()
+    assert line in comparison.render(c).splitlines()
+    j = jsonout.comparison_json(c)
+    assert j.time_saved_elsewhere_s == c.time_saved_elsewhere_s
+    assert [(r.kernel, r.candidate_s) for r in j.repriced] == [("up", up["fused"].time_s)]
+    # where the fusions hold the whole difference, no such line: the GEMM epilogue comparison
+    w = "workloads/gemm_bias_gelu_residual.yaml"
+    plain = compare(api.predict(w, hw, "unfused", "graph"), api.predict(w, hw, "fused", "graph"))
+    assert "not from fusions" not in comparison.render(plain)

@@ -27,6 +27,22 @@ def _summary(c: Comparison) -> str:
             f"kernels {a.totals.kernels} → {b.totals.kernels}")
 
 
+def _elsewhere(c: Comparison, top: int = 3) -> list[str]:
+    """The line saying what of the difference no fusion holds, where that is over a microsecond
+    and 5 % of the difference: the kernels both schedules run, priced or issued differently."""
+    rest = c.time_saved_elsewhere_s
+    if abs(rest) <= max(1e-6, 0.05 * abs(c.time_saved_s)):
+        return []
+    sign = "saves" if rest > 0 else "costs"
+    shown = [f"{short_kernel(r.kernel)}{f' ×{r.count}' if r.count > 1 else ''} "
+             f"{format_time(r.baseline_s)} → {format_time(r.candidate_s)}"
+             for r in c.repriced[:top]]
+    where = (f": kernels both schedules run, priced or issued differently ({'; '.join(shown)}"
+             f"{'; …' if len(c.repriced) > top else ''})") if shown else ""
+    return ["", f"not from fusions: {c.candidate.policy} {sign} {format_time(abs(rest))} "
+                f"more{where}"]
+
+
 def render(c: Comparison, top: int = 30) -> str:
     """The --compare section: summary line, then one row per fusion."""
     rows = []
@@ -46,6 +62,7 @@ def render(c: Comparison, top: int = 30) -> str:
             out.append(f"… {len(c.fusions) - top} more fusions (--json lists all)")
     else:
         out.append("no fusions: the two schedules group the ops the same way")
+    out += _elsewhere(c)
     return "\n".join(printable(line) for line in out)
 
 
@@ -63,4 +80,5 @@ def render_ranking(c: Comparison, top: int = 20) -> str:
             lines.append(f"      stopped: {s}")
     if not c.fusions:
         lines.append("no fusion opportunities under this schedule")
+    lines += _elsewhere(c)
     return "\n".join(printable(line) for line in lines)

@@ -82,6 +82,14 @@ class FusionJSON(_Out):
     stopped_by: list[str]
 
 
+class RepricedJSON(_Out):
+    """Kernels with the same ops in both schedules whose time differs (summed over `count`)."""
+    kernel: str
+    count: int
+    baseline_s: float
+    candidate_s: float
+
+
 class ComparisonJSON(_Out):
     baseline: str
     candidate: str
@@ -91,6 +99,8 @@ class ComparisonJSON(_Out):
     hbm_bytes_saved: int
     launches_saved: int
     fusions: list[FusionJSON]
+    time_saved_elsewhere_s: float = 0.0     # the part of time_saved_s no fusion holds
+    repriced: list[RepricedJSON] = []
 
 
 class PredictionsJSON(_Out):
@@ -139,7 +149,10 @@ def comparison_json(c: Comparison) -> ComparisonJSON:
         fusions=[FusionJSON(kernel=f.kernel, ops=list(f.ops), fusion=f.fusion, count=f.count,
                             hbm_bytes_saved=f.hbm_bytes_saved, launches_saved=f.launches_saved,
                             time_saved_s=f.time_saved_s, stopped_by=list(f.stopped_by))
-                 for f in c.fusions])
+                 for f in c.fusions],
+        time_saved_elsewhere_s=c.time_saved_elsewhere_s,
+        repriced=[RepricedJSON(kernel=r.kernel, count=r.count, baseline_s=r.baseline_s,
+                               candidate_s=r.candidate_s) for r in c.repriced])
 
 
 if __name__ == "__main__":
