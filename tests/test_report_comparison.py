@@ -74,3 +74,23 @@ def test_what_no_fusion_holds_is_shown_apart():
     w = "workloads/gemm_bias_gelu_residual.yaml"
     plain = compare(api.predict(w, hw, "unfused", "graph"), api.predict(w, hw, "fused", "graph"))
     assert "not from fusions" not in comparison.render(plain)
+
+
+def test_a_regrouping_is_not_called_a_fusion(h200):
+    # activations.yaml: four hand-written activations of one x. Inductor's sibling fusion makes
+    # them one kernel that reads x once; `fused` joins each chain but not the chains, so its
+    # five kernels split inductor's one: no fusion, the whole difference is regrouping
+    ind = api.predict("workloads/activations.yaml", h200, "inductor", "graph")
+    fus = api.predict("workloads/activations.yaml", h200, "fused", "graph")
+    assert (len(ind.kernels), len(fus.kernels)) == (1, 5)
+    c = compare(ind, fus)
+    assert (c.fusions, c.repriced, c.regrouped) == ((), (), 5)
+    assert c.time_saved_elsewhere_s == c.time_saved_s < 0
+    assert comparison.render(c).splitlines()[-1] == (
+        f"not from fusions: fused costs {format_time(-c.time_saved_s)} more: 5 of its kernels "
+        "group ops otherwise than inductor's")
+    assert jsonout.comparison_json(c).regrouped_kernels == 5
+    text = comparison.render(c).splitlines()
+    slower = fus.totals.time_s / ind.totals.time_s
+    assert f"({slower:.2f}× slower, costs {format_time(-c.time_saved_s)})" in text[0]
+    assert text[1] == "no fusions: no kernel of fused merges kernels of inductor"

@@ -18,27 +18,41 @@ def short_kernel(name: str, width: int = 56) -> str:
     return f"{parts[0]} (+{len(parts) - 1} ops)"
 
 
+def _faster(c: Comparison) -> str:
+    """"1.20× faster, saves 5 µs", or where the candidate is slower "2.17× slower, costs …"."""
+    if c.time_saved_s >= 0:
+        return f"{c.speedup:.2f}× faster, saves {format_time(c.time_saved_s)}"
+    return f"{1 / c.speedup:.2f}× slower, costs {format_time(-c.time_saved_s)}"
+
+
 def _summary(c: Comparison) -> str:
     a, b = c.baseline, c.candidate
     return (f"{b.policy} vs {a.policy} on {a.hardware.name} ({a.launch} launch): "
             f"{format_time(a.totals.time_s)} → {format_time(b.totals.time_s)} "
-            f"({c.speedup:.2f}× faster, saves {format_time(c.time_saved_s)}); "
+            f"({_faster(c)}); "
             f"HBM {format_bytes(a.totals.hbm_bytes)} → {format_bytes(b.totals.hbm_bytes)}; "
             f"kernels {a.totals.kernels} → {b.totals.kernels}")
 
 
 def _elsewhere(c: Comparison, top: int = 3) -> list[str]:
     """The line saying what of the difference no fusion holds, where that is over a microsecond
-    and 5 % of the difference: the kernels both schedules run, priced or issued differently."""
+    and 5 % of the difference: kernels the two schedules group otherwise, and the kernels both
+    run, priced or issued differently."""
     rest = c.time_saved_elsewhere_s
     if abs(rest) <= max(1e-6, 0.05 * abs(c.time_saved_s)):
         return []
     sign = "saves" if rest > 0 else "costs"
-    shown = [f"{short_kernel(r.kernel)}{f' ×{r.count}' if r.count > 1 else ''} "
-             f"{format_time(r.baseline_s)} → {format_time(r.candidate_s)}"
-             for r in c.repriced[:top]]
-    where = (f": kernels both schedules run, priced or issued differently ({'; '.join(shown)}"
-             f"{'; …' if len(c.repriced) > top else ''})") if shown else ""
+    parts = []
+    if c.regrouped:
+        parts.append(f"{c.regrouped} of its kernels group ops otherwise than "
+                     f"{c.baseline.policy}'s")
+    if c.repriced:
+        shown = [f"{short_kernel(r.kernel)}{f' ×{r.count}' if r.count > 1 else ''} "
+                 f"{format_time(r.baseline_s)} → {format_time(r.candidate_s)}"
+                 for r in c.repriced[:top]]
+        parts.append(f"kernels both schedules run, priced or issued differently "
+                     f"({'; '.join(shown)}{'; …' if len(c.repriced) > top else ''})")
+    where = f": {'; '.join(parts)}" if parts else ""
     return ["", f"not from fusions: {c.candidate.policy} {sign} {format_time(abs(rest))} "
                 f"more{where}"]
 
@@ -61,7 +75,9 @@ def render(c: Comparison, top: int = 30) -> str:
         if len(c.fusions) > top:
             out.append(f"… {len(c.fusions) - top} more fusions (--json lists all)")
     else:
-        out.append("no fusions: the two schedules group the ops the same way")
+        out.append("no fusions: the two schedules group the ops the same way" if not c.regrouped
+                   else f"no fusions: no kernel of {c.candidate.policy} merges kernels of "
+                        f"{c.baseline.policy}")
     out += _elsewhere(c)
     return "\n".join(printable(line) for line in out)
 

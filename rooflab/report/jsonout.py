@@ -101,6 +101,7 @@ class ComparisonJSON(_Out):
     fusions: list[FusionJSON]
     time_saved_elsewhere_s: float = 0.0     # the part of time_saved_s no fusion holds
     repriced: list[RepricedJSON] = []
+    regrouped_kernels: int = 0      # candidate kernels that are neither kept nor a merge
 
 
 class PredictionsJSON(_Out):
@@ -152,7 +153,8 @@ def comparison_json(c: Comparison) -> ComparisonJSON:
                  for f in c.fusions],
         time_saved_elsewhere_s=c.time_saved_elsewhere_s,
         repriced=[RepricedJSON(kernel=r.kernel, count=r.count, baseline_s=r.baseline_s,
-                               candidate_s=r.candidate_s) for r in c.repriced])
+                               candidate_s=r.candidate_s) for r in c.repriced],
+        regrouped_kernels=c.regrouped)
 
 
 if __name__ == "__main__":
