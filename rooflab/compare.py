@@ -55,7 +55,7 @@ class Comparison:
     candidate: Prediction
     fusions: tuple[Fusion, ...]      # sorted by time saved, largest first
     repriced: tuple[Repriced, ...] = ()     # largest |time saved| first
-    regrouped: int = 0               # candidate kernels that are neither kept nor a merge
+    regrouped_kernels: int = 0       # candidate kernels that are neither kept nor a merge
 
     @property
     def time_saved_s(self) -> float:
@@ -87,7 +87,7 @@ def compare(baseline: Prediction, candidate: Prediction) -> Comparison:
     kernel_of = {op: i for i, k in enumerate(baseline.kernels) for op in k.ops}
     groups: dict[str, list] = {}
     same: dict[str, list] = {}
-    regrouped = 0
+    regrouped_kernels = 0
     for k in candidate.kernels:
         base = sorted({kernel_of[o] for o in k.ops if o in kernel_of})
         base_k = [baseline.kernels[i] for i in base]
@@ -98,7 +98,7 @@ def compare(baseline: Prediction, candidate: Prediction) -> Comparison:
             entry[2] += k.time_s
             continue                      # same kernel in both schedules
         if {o for b in base_k for o in b.ops} != set(k.ops):
-            regrouped += 1
+            regrouped_kernels += 1
             continue                      # not a pure merge of baseline kernels (regrouping)
         key = folded_name(k.name)
         entry = groups.setdefault(key, [k, 0, 0, 0, 0.0, set()])
@@ -113,4 +113,5 @@ def compare(baseline: Prediction, candidate: Prediction) -> Comparison:
     repriced = [Repriced(key, n, a, b) for key, (n, a, b) in same.items()
                 if abs(a - b) > REPRICED_SHARE * a]
     repriced.sort(key=lambda r: -abs(r.time_saved_s))
-    return Comparison(baseline, candidate, tuple(fusions), tuple(repriced), regrouped)
+    return Comparison(baseline, candidate, tuple(fusions), tuple(repriced),
+                      regrouped_kernels)

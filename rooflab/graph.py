@@ -20,10 +20,11 @@ def folded_name(name: str) -> str:
     return _BLOCK_INDEX.sub(lambda m: "[*]" if m.group(0)[0] == "[" else "*", name)
 
 
-def block_indices(name: str) -> tuple[str, ...]:
-    """The repeated-block indices in `name`, outermost first: "layer[3].mlp" -> ("[3]",),
-    "model.layers.3.mlp" -> ("3",); () outside any repeated block."""
-    return tuple(_BLOCK_INDEX.findall(name))
+def outer_block_index(name: str) -> str:
+    """The outermost repeated-block index in `name`: "layer[3].head[1].q" -> "[3]",
+    "model.layers.3.mlp.experts.5.w" -> "3"; "" outside any repeated block."""
+    m = _BLOCK_INDEX.search(name)
+    return m.group(0) if m else ""
 
 
 @dataclass(frozen=True, slots=True)

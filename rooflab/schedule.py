@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rooflab.graph import Graph, block_indices
+from rooflab.graph import Graph, outer_block_index
 from rooflab.grid import vmax
 from rooflab.hardware import Hardware
 from rooflab.ops import KINDS, Role, view_roots
@@ -378,7 +378,7 @@ class _Grouper:
         the same number of elements and read a common tensor: one kernel loads the shared input
         once and writes both outputs (Inductor fuses such siblings, e.g. the rotary embedding
         of q and of k, which both read cos and sin). Data-dependent kernels stay apart, and so
-        do kernels of different repeats of a block (layer[3] and layer[4]): a model's layers
+        do kernels of different repeats of the outermost block (layer[3] and layer[4]): layers
         depend on each other through state a graph need not spell out (a layer's KV-cache write
         precedes its attention's read of the cache), so Inductor never sees them as siblings.
         Each kernel, in order, takes the later ones that qualify; only kernels reading one of
@@ -389,7 +389,7 @@ class _Grouper:
                  and self.anchor[g] in (Role.POINTWISE, Role.GATHER)
                  and self.fusion[g] != "attention"]
         inputs = {g: self._external_inputs(g) for g in cands}
-        block = {g: block_indices(self.g.ops[min(self.groups[g])].name) for g in cands}
+        block = {g: outer_block_index(self.g.ops[min(self.groups[g])].name) for g in cands}
         readers: dict[tuple[str, int], list[int]] = {}      # (tensor, size) -> kernels, in order
         for g in cands:
             for t in inputs[g]:

@@ -4,6 +4,7 @@ out by hand), refusal reasons, and the textbook cases."""
 import pytest
 
 from rooflab import api, compare, schedule
+from rooflab.graph import outer_block_index
 
 W = "workloads/"
 
@@ -293,3 +294,11 @@ def test_inductor_keeps_siblings_of_different_layers_apart(write_yaml, h200):
     ind = api.predict(path, h200, "inductor", "graph")
     assert kernels(ind) == [("layer[0].k_rope", "layer[0].k_cache_write"),
                             ("layer[1].k_rope", "layer[1].k_cache_write")]
+
+
+def test_the_outermost_block_index_is_the_layer():
+    # only the outermost repeat separates siblings: heads or experts inside one layer can merge
+    assert outer_block_index("layer[3].head[1].q") == outer_block_index("layer[3].head[0].k")
+    assert outer_block_index("model.layers.3.mlp.experts.5.w") == "3"
+    assert outer_block_index("layer[3].q") != outer_block_index("layer[4].q")
+    assert outer_block_index("lm_head") == ""

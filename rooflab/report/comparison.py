@@ -41,10 +41,10 @@ def _elsewhere(c: Comparison, top: int = 3) -> list[str]:
     rest = c.time_saved_elsewhere_s
     if abs(rest) <= max(1e-6, 0.05 * abs(c.time_saved_s)):
         return []
-    sign = "saves" if rest > 0 else "costs"
+    sign = "gains" if rest > 0 else "loses"
     parts = []
-    if c.regrouped:
-        parts.append(f"{c.regrouped} of its kernels group ops otherwise than "
+    if c.regrouped_kernels:
+        parts.append(f"{c.regrouped_kernels} of its kernels group ops otherwise than "
                      f"{c.baseline.policy}'s")
     if c.repriced:
         shown = [f"{short_kernel(r.kernel)}{f' ×{r.count}' if r.count > 1 else ''} "
@@ -53,8 +53,8 @@ def _elsewhere(c: Comparison, top: int = 3) -> list[str]:
         parts.append(f"kernels both schedules run, priced or issued differently "
                      f"({'; '.join(shown)}{'; …' if len(c.repriced) > top else ''})")
     where = f": {'; '.join(parts)}" if parts else ""
-    return ["", f"not from fusions: {c.candidate.policy} {sign} {format_time(abs(rest))} "
-                f"more{where}"]
+    return ["", f"besides the fusions, {c.candidate.policy} {sign} {format_time(abs(rest))}"
+                f"{where}"]
 
 
 def render(c: Comparison, top: int = 30) -> str:
@@ -75,7 +75,8 @@ def render(c: Comparison, top: int = 30) -> str:
         if len(c.fusions) > top:
             out.append(f"… {len(c.fusions) - top} more fusions (--json lists all)")
     else:
-        out.append("no fusions: the two schedules group the ops the same way" if not c.regrouped
+        out.append("no fusions: the two schedules group the ops the same way"
+                   if not c.regrouped_kernels
                    else f"no fusions: no kernel of {c.candidate.policy} merges kernels of "
                         f"{c.baseline.policy}")
     out += _elsewhere(c)

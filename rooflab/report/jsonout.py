@@ -154,7 +154,7 @@ def comparison_json(c: Comparison) -> ComparisonJSON:
         time_saved_elsewhere_s=c.time_saved_elsewhere_s,
         repriced=[RepricedJSON(kernel=r.kernel, count=r.count, baseline_s=r.baseline_s,
                                candidate_s=r.candidate_s) for r in c.repriced],
-        regrouped_kernels=c.regrouped)
+        regrouped_kernels=c.regrouped_kernels)
 
 
 if __name__ == "__main__":

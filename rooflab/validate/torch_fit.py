@@ -27,9 +27,9 @@ from rooflab.validate.torch_compare import (CaseComparison, compare, fit_compile
                                             fit_eager_calls, traced_cases)
 
 
-# A calibration case within this factor of its row kernel's floor is on the floor: its rows have
-# not yet filled the GPU
-FLOOR_BOUND = 1.1
+# A calibration case taking at most this ratio of its row kernel's floor is on the floor: its
+# rows have not yet filled the GPU
+FLOOR_RATIO = 1.1
 
 
 def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
@@ -59,16 +59,16 @@ def fit_family_curves(rows: list[CaseComparison], hbm_peak_bytes_per_s: float,
 
     `row_floors` (fit_row_floors): a row kernel takes its floor (one row's serial time) until
     its rows fill the GPU, then its time grows with its bytes. Above a measurement the floor
-    explains (within FLOOR_BOUND), time is interpolated as that floor or the next
-    measurement's rate, whichever is slower, not as a line: a line from the floor would price
-    128 rows of a vocabulary softmax, still on the floor's wave, at a third of the way to 512
-    rows' time."""
+    explains (within FLOOR_RATIO), time is interpolated as that measurement's time or the next
+    measurement's rate, whichever is slower, where that is below the line: a line from the
+    floor would price 128 rows of a vocabulary softmax, still on the floor's wave, at a third
+    of the way to 512 rows' time."""
     curves: dict[str, list[tuple[float, float]]] = {}
     for fam in families:
         floor = (row_floors or {}).get(fam)
         cases = [(r.curve_bytes or r.moved_bytes,
                   r.kernel_us * 1e-6 - (per_index_s or {}).get(fam, 0.0) * r.indices,
-                  bool(floor) and r.kernel_us <= FLOOR_BOUND * floor_at(floor, r.row_bytes / 1e3))
+                  bool(floor) and r.kernel_us <= FLOOR_RATIO * floor_at(floor, r.row_bytes / 1e3))
                  for r in rows if r.family == fam and r.split == "calibration" and r.kernel_us
                  and r.moved_bytes]
         if not cases:
@@ -99,8 +99,9 @@ def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, star
     that is a fixed cost plus a rate. `slowest_past` (edge, size, time_s): sizes between the edge
     and the measurement (size, time_s) beyond it run no faster than that measurement did, and
     a point just past the edge marks where that starts. `on_floor` (per measurement): above a
-    measurement on its kernel's floor, the time is that measurement's or the next one's rate
-    times the size, whichever is larger."""
+    measurement on its kernel's floor, the time is the larger of that measurement's time and
+    the size at the next measurement's rate, where that is below the line (a faster next
+    measurement, of another row length, keeps the line)."""
     between = 10 ** np.arange(np.log10(start), np.log10(size[-1]), 0.25)
     # grid points within 1 % of a measurement would duplicate it once rounded
     apart = np.min(np.abs(between[:, None] / size[None, :] - 1), axis=1) > 0.01
@@ -117,7 +118,7 @@ def _fraction_grid(size: np.ndarray, time_s: np.ndarray, peak_per_s: float, star
         # each grid point's measurement below it (the last one at or below)
         below = np.clip(np.searchsorted(size, grid, side="right") - 1, 0, len(size) - 2)
         hockey = np.maximum(time_s[below], grid * time_s[below + 1] / size[below + 1])
-        t = np.where(on_floor[below] & (grid > size[below]), hockey, t)
+        t = np.where(on_floor[below] & (grid > size[below]), np.minimum(t, hockey), t)
     if slowest_past:
         t = np.where((grid > edge) & (grid < b_past), np.maximum(t, grid * t_past / b_past), t)
     frac = np.minimum(grid / t / peak_per_s, cap)

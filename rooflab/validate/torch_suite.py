@@ -207,7 +207,8 @@ def _cases() -> list[Case]:
         (f"sum_col_{t}x{d}_bf16", program(lambda x: x.sum(0), "ColumnSum"),
          [Input("x", (t, d))]) for t, d in between], compile_at=(2,))
     # between 2048 and 32768 rows a column sum runs well under HBM's rate (2 TB/s at 67 MB on
-    # the H100, 2.7 at 268 MB) and its input does not fit in L2: two sizes there
+    # the H100, 2.7 at 268 MB) and its input does not fit in L2: two sizes there (34 and
+    # 134 MB)
     B.calibration("reduce_column", "sum", [
         (f"sum_col_{t}x{d}_bf16", program(lambda x: x.sum(0), "ColumnSum"),
          [Input("x", (t, d))]) for t, d in ((4096, 4096), (16384, 4096))])
