@@ -94,3 +94,20 @@ def test_a_regrouping_is_not_called_a_fusion(h200):
     slower = fus.totals.time_s / ind.totals.time_s
     assert f"({slower:.2f}× slower, costs {format_time(-c.time_saved_s)})" in text[0]
     assert text[1] == "no fusions: no kernel of fused merges kernels of inductor"
+
+
+def test_the_html_summary_says_the_same():
+    # the HTML summary of the mlp_block comparison carries the terminal's sentences: the
+    # speedup phrase, and what no fusion holds under the fusion table
+    from rooflab.bundled import SPEC_DIR
+    from rooflab.report.html.summary import summary_html
+    hw = api.load_hardware(str(SPEC_DIR / "measured" / "h200.yaml"))
+    ind = api.predict("mlp_block", hw, "inductor", "compiled")
+    fus = api.predict("mlp_block", hw, "fused", "compiled")
+    c = compare(ind, fus)
+    page = summary_html([ind, fus], [c], 10)
+    assert comparison.faster(c) in page
+    assert comparison.elsewhere(c) in page
+    slower = compare(api.predict("workloads/activations.yaml", hw, "inductor", "graph"),
+                     api.predict("workloads/activations.yaml", hw, "fused", "graph"))
+    assert "slower, costs" in summary_html([slower.baseline, slower.candidate], [slower], 10)

@@ -18,7 +18,7 @@ def short_kernel(name: str, width: int = 56) -> str:
     return f"{parts[0]} (+{len(parts) - 1} ops)"
 
 
-def _faster(c: Comparison) -> str:
+def faster(c: Comparison) -> str:
     """"1.20× faster, saves 5 µs", or where the candidate is slower "2.17× slower, costs …"."""
     if c.time_saved_s >= 0:
         return f"{c.speedup:.2f}× faster, saves {format_time(c.time_saved_s)}"
@@ -29,18 +29,18 @@ def _summary(c: Comparison) -> str:
     a, b = c.baseline, c.candidate
     return (f"{b.policy} vs {a.policy} on {a.hardware.name} ({a.launch} launch): "
             f"{format_time(a.totals.time_s)} → {format_time(b.totals.time_s)} "
-            f"({_faster(c)}); "
+            f"({faster(c)}); "
             f"HBM {format_bytes(a.totals.hbm_bytes)} → {format_bytes(b.totals.hbm_bytes)}; "
             f"kernels {a.totals.kernels} → {b.totals.kernels}")
 
 
-def _elsewhere(c: Comparison, top: int = 3) -> list[str]:
-    """The line saying what of the difference no fusion holds, where that is over a microsecond
-    and 5 % of the difference: kernels the two schedules group otherwise, and the kernels both
-    run, priced or issued differently."""
+def elsewhere(c: Comparison, top: int = 3) -> str | None:
+    """The sentence saying what of the difference no fusion holds (kernels the two schedules
+    group otherwise, and the kernels both run, priced or issued differently), or None where
+    that is at most a microsecond or 5 % of the difference."""
     rest = c.time_saved_elsewhere_s
     if abs(rest) <= max(1e-6, 0.05 * abs(c.time_saved_s)):
-        return []
+        return None
     sign = "gains" if rest > 0 else "loses"
     parts = []
     if c.regrouped_kernels:
@@ -53,8 +53,12 @@ def _elsewhere(c: Comparison, top: int = 3) -> list[str]:
         parts.append(f"kernels both schedules run, priced or issued differently "
                      f"({'; '.join(shown)}{'; …' if len(c.repriced) > top else ''})")
     where = f": {'; '.join(parts)}" if parts else ""
-    return ["", f"besides the fusions, {c.candidate.policy} {sign} {format_time(abs(rest))}"
-                f"{where}"]
+    return f"besides the fusions, {c.candidate.policy} {sign} {format_time(abs(rest))}{where}"
+
+
+def _elsewhere_lines(c: Comparison) -> list[str]:
+    line = elsewhere(c)
+    return ["", line] if line else []
 
 
 def render(c: Comparison, top: int = 30) -> str:
@@ -79,7 +83,7 @@ def render(c: Comparison, top: int = 30) -> str:
                    if not c.regrouped_kernels
                    else f"no fusions: no kernel of {c.candidate.policy} merges kernels of "
                         f"{c.baseline.policy}")
-    out += _elsewhere(c)
+    out += _elsewhere_lines(c)
     return "\n".join(printable(line) for line in out)
 
 
@@ -97,5 +101,5 @@ def render_ranking(c: Comparison, top: int = 20) -> str:
             lines.append(f"      stopped: {s}")
     if not c.fusions:
         lines.append("no fusion opportunities under this schedule")
-    lines += _elsewhere(c)
+    lines += _elsewhere_lines(c)
     return "\n".join(printable(line) for line in lines)

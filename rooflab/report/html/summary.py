@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rooflab import __version__
 from rooflab.compare import Comparison
 from rooflab.cost import Prediction
+from rooflab.report.comparison import elsewhere, faster
 from rooflab.report.html.kernels import esc, shorten
 from rooflab.units import format_bytes, format_time
 
@@ -56,8 +57,8 @@ def summary_html(preds: Sequence[Prediction], comparisons: Sequence[Comparison],
             c = next((c for c in cmp_of.get((gpu, launch), [])
                       if f"{c.candidate.policy} vs {c.baseline.policy}" == n), None)
             row.append("" if c is None else
-                       f"<b>{c.speedup:.2f}×</b><br><span class=dim>saves "
-                       f"{format_time(c.time_saved_s)}, {format_bytes(c.hbm_bytes_saved)} HBM, "
+                       f"<b>{c.speedup:.2f}×</b><br><span class=dim>{e(faster(c))}, "
+                       f"{format_bytes(c.hbm_bytes_saved)} HBM, "
                        f"{c.launches_saved} launches</span>")
         rows.append(row)
     p0 = preds[0]
@@ -91,8 +92,12 @@ def _fusion_table(comparisons: Sequence[Comparison], top: int) -> str:
         for k, f in fs.items():
             best[k] = max(best.get(k, 0.0), f.time_saved_s)
     ranked = sorted(best, key=lambda k: -best[k])[:top]
+    rest = [f"<li>{e(label)}: {e(line)}</li>" for (label, _), c in zip(cols, comparisons)
+            if (line := elsewhere(c))]
+    notes = f"<ul class=notes>{''.join(rest)}</ul>" if rest else ""
     if not ranked:
-        return "<p class=dim>No fusion opportunities: the schedules group the ops the same way.</p>"
+        return ("<p class=dim>No fusion opportunities: no kernel of the later schedule merges "
+                "kernels of the earlier one.</p>" + notes)
     rows = []
     for i, key in enumerate(ranked, 1):
         f = next(fs[key] for _, fs in cols if key in fs)
@@ -110,4 +115,4 @@ def _fusion_table(comparisons: Sequence[Comparison], top: int) -> str:
     head += [f"time saved<br>{e(label)}" for label, _ in cols]
     head.append("stopped growing because")
     return (f"<h3>Top fusion opportunities ({e(last)} vs {e(comparisons[0].baseline.policy)})"
-            "</h3><div class=scroll>" + html_table(head, rows, "fusions") + "</div>")
+            "</h3><div class=scroll>" + html_table(head, rows, "fusions") + "</div>" + notes)
