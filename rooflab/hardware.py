@@ -20,7 +20,7 @@ from rooflab.collectives import KINDS as COLLECTIVE_KINDS
 from rooflab.collectives import Path as CollectivePath
 from rooflab.dtypes import TENSOR_FAMILIES, VECTOR_FAMILIES
 from rooflab.errors import RooflabError
-from rooflab.kernel_families import ATTENTION_BACKENDS, FAMILIES, GEMM_FAMILY
+from rooflab.kernel_families import ATTENTION_BACKENDS, FAMILIES, GEMM_FAMILY, floor_at
 from rooflab.yamlio import did_you_mean, load_yaml, raise_first
 
 SPEC_DIR = bundled.SPEC_DIR          # the bundled specs (rooflab/bundled.py says where they lie)
@@ -465,17 +465,6 @@ class Hardware:
 # with this latency per ring step (NCCL's Simple protocol over NVLink: a few microseconds per
 # step; an assumption until the spec lists published or measured figures).
 DEFAULT_STEP_LATENCY_S = 2e-6
-
-
-def floor_at(pts, row):
-    """A row kernel's floor at rows `row` long (a number or an array), from its measured
-    [(row length, time), ...] (row lengths increasing, in any one unit): interpolated
-    linearly, flat below the shortest row, growing in proportion beyond the longest."""
-    rb, ts = np.array([b for b, _ in pts], dtype=float), np.array([t for _, t in pts])
-    inside = np.interp(row, rb, ts)
-    beyond = ts[-1] * np.asarray(row, dtype=float) / rb[-1]
-    out = np.where(np.asarray(row) > rb[-1], beyond, inside)
-    return out if isinstance(row, np.ndarray) else float(out)
 
 
 def log_interp(pts: tuple[tuple[float, float], ...], x):

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from math import prod
 
+import numpy as np
+
 from rooflab.graph import Op, Tensor
 from rooflab.ops import KINDS, Role
 
@@ -105,6 +107,18 @@ SMALL_INDEX_MAX = 16
 # (`row_floor`, against the row's bytes in its storage dtype).
 ROW_FAMILIES = ("reduce_row", "softmax_warp", "softmax", "softmax_wide_row", "softmax_long_row",
                 "layer_norm", "rms_norm")
+
+
+def floor_at(pts, row):
+    """A row kernel's floor at rows `row` long (a number or an array), from its measured
+    [(row length, time), ...] (row lengths increasing, in any one unit): interpolated
+    linearly, flat below the shortest row, growing in proportion beyond the longest."""
+    rb, ts = np.array([b for b, _ in pts], dtype=float), np.array([t for _, t in pts])
+    inside = np.interp(row, rb, ts)
+    beyond = ts[-1] * np.asarray(row, dtype=float) / rb[-1]
+    out = np.where(np.asarray(row) > rb[-1], beyond, inside)
+    return out if isinstance(row, np.ndarray) else float(out)
+
 
 # Row gathers (embedding, index_select) pay a fixed cost per index besides their bytes: 8192
 # rows of 512 B take 6.3 µs on the H200 where 512 rows of 8 KB, the same bytes, take 2.8. Their

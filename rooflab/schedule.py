@@ -374,16 +374,13 @@ class _Grouper:
                 if self.group_of.get(self.producer.get(self.view(t), -1)) != gid}
 
     def _fuse_siblings(self, order: list[int]) -> list[int]:
-        """Merge pairs of pointwise (or gather) kernels with no path between them that produce
-        the same number of elements and read a common tensor: one kernel loads the shared input
-        once and writes both outputs (Inductor fuses such siblings, e.g. the rotary embedding
-        of q and of k, which both read cos and sin). Data-dependent kernels stay apart, and so
-        do kernels of different repeats of the outermost block (layer[3] and layer[4]): layers
-        depend on each other through state a graph need not spell out (a layer's KV-cache write
-        precedes its attention's read of the cache), so Inductor never sees them as siblings.
-        Each kernel, in order, takes the later ones that qualify; only kernels reading one of
-        its inputs at its size are looked at, so a long graph costs about its reads, not its
-        kernels squared."""
+        """Merge pointwise (or gather) kernels with no path between them that produce the same
+        number of elements and read a common tensor into one that loads it once (Inductor's
+        siblings: the rotary embeddings of q and k read cos and sin). Data-dependent kernels
+        stay apart, and so do different repeats of the outermost block: layers depend on each
+        other through state a graph need not spell out (a KV-cache write before the cache's
+        read). Only kernels reading one of a kernel's inputs at its size are looked at, so a
+        long graph costs about its reads, not its kernels squared."""
         pos = {g: i for i, g in enumerate(order)}
         cands = [g for g in order if self.groups[g] and not self.data_dep[g]
                  and self.anchor[g] in (Role.POINTWISE, Role.GATHER)

@@ -659,6 +659,20 @@ def test_a_second_h100_lease_with_seven_compiled_windows_is_pinned():
     assert s["inductor_count_match"] == pytest.approx(1.0)
 
 
+def _h100_lease(run_name: str, cases: int, call_us: float, launch_us: float, extern_us: float):
+    """The H100 lease's run and spec beside it (`-spec.yaml`), its torch.compile host fit
+    checked against the figures given (µs), and the run's rows on that spec."""
+    run = RUN_H100.with_name(run_name)
+    hw = api.load_hardware(str(run.with_name(run.stem + "-spec.yaml")))
+    doc = tc.load(run)
+    fit = tc.fit_compiled_host(doc)
+    assert fit["cases"] == cases
+    assert fit["compiled_call_us"] == pytest.approx(call_us, abs=0.01)
+    assert fit["compiled_launch_us"] == pytest.approx(launch_us, abs=0.01)
+    assert fit["compiled_extern_us"] == pytest.approx(extern_us, abs=0.01)
+    return tc.compare(doc, hw)
+
+
 def test_a_third_h100_lease_with_compiled_split_reductions_is_pinned():
     # lease.sh again on an H100 SXM (2026-12-06, ~17:48 UTC), with three host-bound split
     # reductions compiled in the calibration split (2 and 5 Triton kernels, no extern call):
@@ -667,15 +681,8 @@ def test_a_third_h100_lease_with_compiled_split_reductions_is_pinned():
     # 6144 took the register kernel's faster family), eager, graph, compiled (2.6 %), both
     # speedups (under 5 %), Inductor's count on every case; missed: reduce-overhead 11.5 %
     # (10)
-    run = RUN_H100.with_name("h100-80gb-hbm3-2026-12-06-r3.json")
-    hw = api.load_hardware(str(run.with_name(run.stem + "-spec.yaml")))
-    doc = tc.load(run)
-    fit = tc.fit_compiled_host(doc)
-    assert fit["cases"] == 10
-    assert fit["compiled_call_us"] == pytest.approx(33.92, abs=0.01)
-    assert fit["compiled_launch_us"] == pytest.approx(12.24, abs=0.01)
-    assert fit["compiled_extern_us"] == pytest.approx(29.79, abs=0.01)
-    s = tc.summary([r for r in tc.compare(doc, hw) if r.split == "validation"])
+    rows = _h100_lease("h100-80gb-hbm3-2026-12-06-r3.json", 10, 33.92, 12.24, 29.79)
+    s = tc.summary([r for r in rows if r.split == "validation"])
     _assert_pinned(s, cases=116, kernel_median=0.038, kernel_p90=0.186, eager_median=0.041,
                    graph_median=0.066, speedup_median=0.025, compiled_median=0.026,
                    compiled_speedup_median=0.044, compiled_graph_median=0.115)
@@ -688,15 +695,7 @@ def test_a_fourth_h100_lease_after_the_shape_study_is_pinned():
     # split is out of sample for them. Met: per kernel median 3.5 % and p90 17.4 %, eager,
     # graph, compiled (7.9 %), eager->graph (4.2 %), Inductor's counts; missed:
     # eager->compiled 10.1 % (10) and reduce-overhead 17.9 % (10)
-    run = RUN_H100.with_name("h100-80gb-hbm3-2026-12-06-r4.json")
-    hw = api.load_hardware(str(run.with_name(run.stem + "-spec.yaml")))
-    doc = tc.load(run)
-    fit = tc.fit_compiled_host(doc)
-    assert fit["cases"] == 11
-    assert fit["compiled_call_us"] == pytest.approx(40.11, abs=0.01)
-    assert fit["compiled_launch_us"] == pytest.approx(14.68, abs=0.01)
-    assert fit["compiled_extern_us"] == pytest.approx(30.42, abs=0.01)
-    rows = tc.compare(doc, hw)
+    rows = _h100_lease("h100-80gb-hbm3-2026-12-06-r4.json", 11, 40.11, 14.68, 30.42)
     s = tc.summary([r for r in rows if r.split == "validation"])
     _assert_pinned(s, cases=116, kernel_median=0.035, kernel_p90=0.174, eager_median=0.054,
                    graph_median=0.064, speedup_median=0.042, compiled_median=0.079,

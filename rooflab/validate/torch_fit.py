@@ -22,7 +22,8 @@ from dataclasses import replace
 import numpy as np
 
 from rooflab.errors import RooflabError
-from rooflab.hardware import MAX_CURVE_FRACTION, Hardware, floor_at, log_interp
+from rooflab.hardware import MAX_CURVE_FRACTION, Hardware, log_interp
+from rooflab.kernel_families import floor_at
 from rooflab.validate.torch_compare import (CaseComparison, compare, fit_compiled_host,
                                             fit_eager_calls, traced_cases)
 
