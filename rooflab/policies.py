@@ -15,13 +15,16 @@ from rooflab.ops import Role
 class FusionPolicy:
     """Which merges a policy allows. `edges` holds (kernel anchor, joining op role) pairs;
     `dequant_prologue` lets a GEMM read its operand through a dequantize/cast;
-    `attention_pattern` fuses QKᵀ → softmax → ·V chains into one kernel."""
+    `attention_pattern` fuses QKᵀ → softmax → ·V chains into one kernel; `gqa_attention` lets
+    an attention kernel read key/value heads shared by several query heads where they are, not
+    through copies made per query head (transformers' repeat_kv)."""
     name: str
     description: str
     edges: frozenset[tuple[str, str]] = frozenset()
     dequant_prologue: bool = False
     attention_pattern: bool = False
     reduction_prologue: bool = False
+    gqa_attention: bool = False
     kernels: str = "rooflab"    # whose kernels run the schedule (rooflab/kernel_families.py)
     # GEMMs are library calls that take nothing in (Inductor's cuBLAS), and every kernel that
     # is not a library call is generated code that launches once (ATen's extra launches gone)
@@ -51,9 +54,11 @@ POLICIES: dict[str, FusionPolicy] = {
     "fused": FusionPolicy(
         "fused", "Inductor-like: pointwise chains, pointwise prologues and epilogues of "
         "reductions/softmax/norms, GEMM epilogues, dequantize inside the GEMM, and "
-        "FlashAttention-style attention; a scatter computes the values it writes",
+        "FlashAttention-style attention reading shared KV heads in place; a scatter computes "
+        "the values it writes",
         edges=frozenset({(_PW, _PW), (_GA, _PW), (_RED, _PW), (_GEMM, _PW), (_PW, _SC)}),
-        dequant_prologue=True, attention_pattern=True, reduction_prologue=True),
+        dequant_prologue=True, attention_pattern=True, reduction_prologue=True,
+        gqa_attention=True),
     "inductor": FusionPolicy(
         "inductor", "torch.compile's default: pointwise chains and reduction prologues and "
         "epilogues in generated Triton kernels; a GEMM is an extern cuBLAS call with no "
@@ -88,6 +93,7 @@ def load_policy(name_or_path: str) -> FusionPolicy:
         dequant_prologue: bool = False
         attention_pattern: bool = False
         reduction_prologue: bool = False
+        gqa_attention: bool = False
 
     doc = load_yaml(p, "fusion policy")
     try:
@@ -99,4 +105,5 @@ def load_policy(name_or_path: str) -> FusionPolicy:
             if r not in roles:
                 raise doc.error(f"unknown role '{r}' (roles: {', '.join(roles)})", ("edges", i))
     return FusionPolicy(spec.name, spec.description, frozenset(map(tuple, spec.edges)),
-                        spec.dequant_prologue, spec.attention_pattern, spec.reduction_prologue)
+                        spec.dequant_prologue, spec.attention_pattern, spec.reduction_prologue,
+                        spec.gqa_attention)

@@ -79,6 +79,10 @@ class _Grouper:
         self.roles = [KINDS[op.kind].role for op in graph.ops]
         self.producer = {self.view(t): i for i, op in enumerate(graph.ops)
                          if self.roles[i] is not Role.VIEW for t in op.outputs}
+        self.consumers: dict[str, list[int]] = {}      # by the bytes they read
+        for i, op in enumerate(graph.ops):
+            for t in op.inputs if self.roles[i] is not Role.VIEW else ():
+                self.consumers.setdefault(self.view(t), []).append(i)
         self.group_of: dict[int, int] = {}
         self.groups: list[list[int]] = []
         self.anchor: list[Role] = []
@@ -139,6 +143,12 @@ class _Grouper:
             if p is not None and p in self.group_of and self.group_of[p] != gid:
                 self.deps[gid].add(self.group_of[p])
                 self.readers[self.group_of[p]].add(gid)
+        # readers grouped before their producer (an attention pattern is grouped first)
+        for t in op.outputs:
+            for j in self.consumers.get(self.view(t), ()):
+                if j in self.group_of and self.group_of[j] != gid:
+                    self.deps[self.group_of[j]].add(gid)
+                    self.readers[gid].add(self.group_of[j])
 
     def _depends_on(self, h: int, g: int) -> bool:
         """Does group h (transitively) read from group g, through groups that end at or after
@@ -290,16 +300,11 @@ class _Grouper:
     def _attention_groups(self) -> None:
         """Find matmul(q, kᵀ) → pointwise* → softmax → pointwise* → matmul(·, v) chains whose
         intermediates nothing else reads, and make each one kernel."""
-        consumers: dict[str, list[int]] = {}
-        for j, op in enumerate(self.g.ops):
-            if self.roles[j] is not Role.VIEW:
-                for t in op.inputs:
-                    consumers.setdefault(self.view(t), []).append(j)
         outs = {self.view(t) for t in self.g.outputs}
 
         def only_consumer(j: int) -> int | None:
             out = self.view(self.g.ops[j].outputs[0])
-            cs = consumers.get(out, [])
+            cs = self.consumers.get(out, [])
             return cs[0] if len(cs) == 1 and out not in outs else None
 
         for i, op in enumerate(self.g.ops):
@@ -320,10 +325,36 @@ class _Grouper:
                 chain.append(j)
                 j = only_consumer(j)
 
+    def _gqa_groups(self) -> None:
+        """Make each attention op one kernel with the copies that give its shared key and value
+        heads to every query head (transformers' repeat_kv: an expand, then a copy) where the
+        attention is the copy's only reader: a GQA kernel reads each shared head in place."""
+        view_of = {op.outputs[0]: op for op, r in zip(self.g.ops, self.roles) if r is Role.VIEW}
+        outs = {self.view(t) for t in self.g.outputs}
+
+        def broadcast(t: str) -> bool:
+            while t in view_of:
+                if view_of[t].kind == "expand" and self._numel(view_of[t].inputs[0]) < self._numel(t):
+                    return True
+                t = view_of[t].inputs[0]
+            return False
+
+        for i, op in enumerate(self.g.ops):
+            if op.kind != "attention" or i in self.group_of:
+                continue
+            copies = [p for t in op.inputs[1:3] for p in [self.producer.get(self.view(t))]
+                      if p is not None and p not in self.group_of and self.g.ops[p].kind == "copy"
+                      and broadcast(self.g.ops[p].inputs[0]) and len(self.consumers[self.view(t)]) == 1
+                      and self.view(t) not in outs]
+            if copies:
+                self._new(sorted(copies) + [i], Role.ATTENTION, "GQA attention")
+
     # -- the greedy pass --------------------------------------------------------------------
     def run(self) -> list[int]:
         if self.policy.attention_pattern:
             self._attention_groups()
+        if self.policy.gqa_attention:
+            self._gqa_groups()
         order, ordered = [], set()
         for i, op in enumerate(self.g.ops):
             if self.roles[i] is Role.VIEW:
@@ -575,7 +606,8 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
     which fused dequant kernels exist; without it those checks are skipped."""
     if isinstance(policy, str):
         policy = load_policy(policy)
-    if not policy.edges and not policy.dequant_prologue and not policy.attention_pattern:
+    if not (policy.edges or policy.dequant_prologue or policy.attention_pattern
+            or policy.gqa_attention):
         # one kernel per op, in the graph's (topological) order
         return Schedule(graph, policy, _one_per_launch(graph), (), notes)
     gr = _Grouper(graph, policy, hw)

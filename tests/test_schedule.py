@@ -302,3 +302,53 @@ def test_the_outermost_block_index_is_the_layer():
     assert outer_block_index("model.layers.3.mlp.experts.5.w") == "3"
     assert outer_block_index("layer[3].q") != outer_block_index("layer[4].q")
     assert outer_block_index("lm_head") == ""
+
+
+GQA_DECODE = """
+    name: gqa_decode
+    tensors:
+      q: {shape: [4, 8, 1, 128], dtype: bf16}
+      k_cache: {shape: [4, 2, 1024, 128], dtype: bf16}
+      v_cache: {shape: [4, 2, 1024, 128], dtype: bf16}
+    ops:
+      - {kind: reshape, name: k_unsq, inputs: [k_cache], outputs: [k1], shape: [4, 2, 1, 1024, 128]}
+      - {kind: expand, name: k_expand, inputs: [k1], outputs: [k2], shape: [4, 2, 4, 1024, 128]}
+      - {kind: copy, name: k_copy, inputs: [k2], outputs: [k3]}
+      - {kind: reshape, name: k_heads, inputs: [k3], outputs: [k], shape: [4, 8, 1024, 128]}
+      - {kind: reshape, name: v_unsq, inputs: [v_cache], outputs: [v1], shape: [4, 2, 1, 1024, 128]}
+      - {kind: expand, name: v_expand, inputs: [v1], outputs: [v2], shape: [4, 2, 4, 1024, 128]}
+      - {kind: copy, name: v_copy, inputs: [v2], outputs: [v3]}
+      - {kind: reshape, name: v_heads, inputs: [v3], outputs: [v], shape: [4, 8, 1024, 128]}
+      - {kind: attention, name: attn, inputs: [q, k, v], outputs: [o], causal: false}
+"""
+
+
+def test_fused_attention_reads_shared_kv_heads_in_place(write_yaml, h200):
+    # transformers' repeat_kv: 2 KV heads copied out to 8 query heads before SDPA
+    path = write_yaml(GQA_DECODE)
+    cache = 4 * 2 * 1024 * 128 * 2               # one of K, V as cached, bytes
+    per_head = 4 * cache                          # copied out to every query head
+    q = o = 4 * 8 * 1 * 128 * 2
+    unf = api.predict(path, h200, "unfused", "graph")
+    assert kernels(unf) == [("k_copy",), ("v_copy",), ("attn",)]
+    # each copy reads the cache and writes 4x it; attention reads q and both copies
+    assert unf.totals.hbm_bytes == 2 * (cache + per_head) + q + 2 * per_head + o
+    for policy in ("inductor", "epilogue"):          # torch.compile keeps repeat_kv's copies
+        assert len(api.predict(path, h200, policy, "graph").kernels) == 3
+    fus = api.predict(path, h200, "fused", "graph")
+    assert kernels(fus) == [("k_copy", "v_copy", "attn")]
+    assert fus.kernels[0].fusion == "GQA attention"
+    assert fus.totals.hbm_bytes == q + 2 * cache + o
+    assert fus.totals.flops == unf.totals.flops
+    c = compare.compare(unf, fus)
+    assert (c.hbm_bytes_saved, c.launches_saved) == (4 * per_head, 2)
+
+
+def test_a_kv_copy_read_elsewhere_stays_a_kernel(write_yaml, h200):
+    path = write_yaml(GQA_DECODE.replace(
+        "      - {kind: attention",
+        "      - {kind: sum, name: k_sum, inputs: [k], outputs: [ks], axis: -1}\n"
+        "      - {kind: attention"))
+    fus = api.predict(path, h200, "fused", "graph")
+    # k's copy is written out for its other reader (here the sum's prologue); v's is not
+    assert kernels(fus) == [("k_copy", "k_sum"), ("v_copy", "attn")]
