@@ -18,7 +18,9 @@ Built-in policies (rooflab/policies.py; docs/fusion.md defines them precisely):
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from rooflab.graph import Graph, outer_block_index
 from rooflab.grid import vmax
@@ -410,26 +412,33 @@ class _Grouper:
         siblings: the rotary embeddings of q and k read cos and sin). Data-dependent kernels
         stay apart, and so do different repeats of the outermost block: layers depend on each
         other through state a graph need not spell out (a KV-cache write before the cache's
-        read). Only kernels reading one of a kernel's inputs at its size are looked at, so a
-        long graph costs about its reads, not its kernels squared."""
-        pos = {g: i for i, g in enumerate(order)}
-        cands = [g for g in order if self.groups[g] and not self.data_dep[g]
-                 and self.anchor[g] in (Role.POINTWISE, Role.GATHER)
-                 and self.fusion[g] != "attention"]
+        read), and so do kernels more than MAX_FUSION_DISTANCE ops apart. Only the later
+        kernels near one that read one of its inputs at its size are looked at, so a long graph
+        costs about its reads, not its kernels squared."""
+        rank = list(accumulate(r is not Role.VIEW for r in self.roles))   # op order, views out
+        cands = sorted((g for g in order if self.groups[g] and not self.data_dep[g]
+                        and self.anchor[g] in (Role.POINTWISE, Role.GATHER)
+                        and self.fusion[g] != "attention"), key=lambda g: self.min_pos[g])
         inputs = {g: self._external_inputs(g) for g in cands}
         block = {g: outer_block_index(self.g.ops[min(self.groups[g])].name) for g in cands}
-        readers: dict[tuple[str, int], list[int]] = {}      # (tensor, size) -> kernels, in order
+        readers: dict[tuple[str, int], list[int]] = {}   # (tensor, size) -> kernels, by first op
         for g in cands:
             for t in inputs[g]:
                 readers.setdefault((t, self.max_out[g]), []).append(g)
+        firsts = {key: [self.min_pos[g] for g in gs] for key, gs in readers.items()}
         for a in cands:
             if not self.groups[a]:
                 continue
             seen, todo = {a}, sorted(inputs[a])
             while todo:
-                for b in readers.get((todo.pop(), self.max_out[a]), ()):
-                    if b in seen or pos[b] < pos[a] or not self.groups[b] \
-                            or block[b] != block[a]:
+                key = (todo.pop(), self.max_out[a])
+                later = readers.get(key, [])
+                for b in later[bisect_right(firsts.get(key, []), self.min_pos[a]):]:
+                    # a merged group keeps its first op, so the list stays ordered by it
+                    if rank[self.min_pos[b]] - rank[self.max_pos[a]] > MAX_FUSION_DISTANCE:
+                        break
+                    if b in seen or not self.groups[b] or block[b] != block[a] or \
+                            rank[self.max_pos[b]] - rank[self.min_pos[a]] > MAX_FUSION_DISTANCE:
                         continue
                     seen.add(b)
                     if self._depends_on(a, b) or self._depends_on(b, a):
@@ -543,6 +552,10 @@ def _topological(gr: _Grouper, gids: list[int]) -> list[int]:
     assert len(out) == len(gids), "fusion produced a cycle between kernels"
     return out
 
+
+# Inductor fuses no two nodes more than 64 apart in its order (Scheduler.are_long_distant_nodes,
+# pytorch/pytorch#106996): rooflab counts ops, views aside
+MAX_FUSION_DISTANCE = 64
 
 # Inductor splits a reduction over the grid when its rows cannot fill the GPU: fewer rows than
 # SMs, each longer than this many elements, or any reduction over an axis that is not the last

@@ -352,3 +352,41 @@ def test_a_kv_copy_read_elsewhere_stays_a_kernel(write_yaml, h200):
     fus = api.predict(path, h200, "fused", "graph")
     # k's copy is written out for its other reader (here the sum's prologue); v's is not
     assert kernels(fus) == [("k_copy", "k_sum"), ("v_copy", "attn")]
+
+
+def test_layers_joined_only_through_an_attention_pattern_stay_apart(write_yaml, h200):
+    # two flat layers (no block names): norm, q/k projections, rotary of q and k (both read
+    # cos), the naive attention pattern, o_proj, residual. The attention kernel is grouped
+    # before its producers; its dependencies must still be seen, or layer 1's rotary looks
+    # independent of layer 0's (and joins it), and layer 1's residual joins the kernel that
+    # makes its own attention's input (a cycle through the attention kernel)
+    layer = """
+          - {{kind: rmsnorm, name: l{i}_norm, inputs: [{x}, w_norm], outputs: [l{i}_xn]}}
+          - {{kind: matmul, name: l{i}_q_proj, inputs: [l{i}_xn, w_q], outputs: [l{i}_q3]}}
+          - {{kind: matmul, name: l{i}_k_proj, inputs: [l{i}_xn, w_q], outputs: [l{i}_k3]}}
+          - {{kind: reshape, name: l{i}_q4, inputs: [l{i}_q3], outputs: [l{i}_q], shape: [1, 4, 256, 64]}}
+          - {{kind: reshape, name: l{i}_k4, inputs: [l{i}_k3], outputs: [l{i}_k], shape: [1, 4, 256, 64]}}
+          - {{kind: rotary, name: l{i}_q_rope, inputs: [l{i}_q, cos, sin], outputs: [l{i}_qr]}}
+          - {{kind: rotary, name: l{i}_k_rope, inputs: [l{i}_k, cos, sin], outputs: [l{i}_kr]}}
+          - {{kind: matmul, name: l{i}_qk, transpose_b: true, inputs: [l{i}_qr, l{i}_kr], outputs: [l{i}_s]}}
+          - {{kind: softmax, name: l{i}_softmax, inputs: [l{i}_s], outputs: [l{i}_p]}}
+          - {{kind: matmul, name: l{i}_pv, inputs: [l{i}_p, l{i}_kr], outputs: [l{i}_o4]}}
+          - {{kind: reshape, name: l{i}_o3, inputs: [l{i}_o4], outputs: [l{i}_o], shape: [256, 256]}}
+          - {{kind: matmul, name: l{i}_o_proj, inputs: [l{i}_o, w_q], outputs: [l{i}_a]}}
+          - {{kind: add, name: l{i}_residual, inputs: [{x}, l{i}_a], outputs: [l{i}_y]}}"""
+    path = write_yaml("""
+        name: two_flat_layers
+        tensors:
+          x: {shape: [256, 256], dtype: bf16}
+          w_norm: {shape: [256], dtype: bf16}
+          w_q: {shape: [256, 256], dtype: bf16}
+          cos: {shape: [256, 64], dtype: bf16}
+          sin: {shape: [256, 64], dtype: bf16}
+        ops:""" + layer.format(i=0, x="x") + layer.format(i=1, x="l0_y") + "\n")
+    pred = api.predict(path, h200, "inductor", "graph")
+    layers_of = [{name.split("_")[0] for name in k.ops} for k in pred.kernels]
+    # only the residual may meet the next layer's norm (a reduction prologue)
+    assert [k.ops for k, ls in zip(pred.kernels, layers_of) if len(ls) > 1] == \
+        [("l0_residual", "l1_norm")]
+    assert ("l0_q_rope", "l0_k_rope") in kernels(pred)
+    assert ("l1_q_rope", "l1_k_rope") in kernels(pred)
