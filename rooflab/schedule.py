@@ -195,7 +195,8 @@ class _Grouper:
         if self.fusion[gid] == "attention":
             return "a FlashAttention-style kernel takes no epilogue here"
         if anchor in (Role.COLLECTIVE, Role.OPAQUE, Role.ATTENTION, Role.SCATTER):
-            return f"{self.g.ops[self.groups[gid][0]].name} is a fusion barrier ({anchor.value})"
+            barrier = self.first_of[gid].get(anchor, self.groups[gid][0])
+            return f"{self.g.ops[barrier].name} is a fusion barrier ({anchor.value})"
         if role is Role.GEMM:
             # the verdict depends only on the group's ops: reuse it until the group grows
             size = len(self.groups[gid])
