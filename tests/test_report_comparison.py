@@ -111,3 +111,20 @@ def test_the_html_summary_says_the_same():
     slower = compare(api.predict("workloads/activations.yaml", hw, "inductor", "graph"),
                      api.predict("workloads/activations.yaml", hw, "fused", "graph"))
     assert "slower, costs" in summary_html([slower.baseline, slower.candidate], [slower], 10)
+
+
+def test_a_fusion_priced_above_its_parts_costs_time():
+    # the same comparison's ranking, graph launch: fused's gate+silu+mul GEMM is rooflab's
+    # tile, inductor's gate a cuBLAS call; where the fused kernel prices above inductor's two,
+    # the line says the time it costs, not a negative saving
+    from dataclasses import replace
+
+    from rooflab.bundled import SPEC_DIR
+    hw = api.load_hardware(str(SPEC_DIR / "measured" / "h200.yaml"))
+    c = compare(api.predict("mlp_block", hw, "inductor", "graph"),
+                api.predict("mlp_block", hw, "fused", "graph"))
+    f = c.fusions[0]
+    worse = replace(c, fusions=(replace(f, time_saved_s=-28.7e-6),) + c.fusions[1:])
+    line = comparison.render_ranking(worse).splitlines()[2]
+    assert f": {f.fusion} fusion costs 28.7 µs, saves " in line
+    assert "saves -" not in comparison.render_ranking(worse)
