@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
+from rooflab.bundled import SPEC_DIR
 from rooflab.collectives import collective_time
 from rooflab.gemm_tiles import gemm_tile, wave_efficiency
 from rooflab.graph import Graph, Op, Tensor
@@ -535,14 +537,19 @@ def _family_notes(kernels: list[KernelCost], hw: Hardware) -> tuple[str, ...]:
     families = {k.family for k in kernels}
     missing = sorted(f for f in families - {GEMM_FAMILY}
                      if f in FAMILIES and f not in hw.family_curves)
+    # a calibrated spec of this GPU may ship beside the datasheet one
+    shipped = SPEC_DIR / "measured" / f"{hw.name}.yaml"
+    measure = f"a spec calibrated on this GPU ships: `-H measured/{hw.name}.yaml`" \
+        if shipped.is_file() and Path(hw.source_file or ".").resolve() != shipped.resolve() \
+        else "`rooflab calibrate --gpu` measures them"
     notes = []
     if missing:
         notes.append(f"{hw.name}: no measured curve for the ATen kernel families "
                      f"{', '.join(missing)}; their kernels are priced at copy bandwidth "
-                     "(`rooflab calibrate --gpu` measures them)")
+                     f"({measure})")
     if GEMM_FAMILY in families and not hw.gemm_flops_curve:
         notes.append(f"{hw.name}: no measured cuBLAS GEMM curve ({GEMM_FAMILY}); its GEMMs "
-                     "are priced by the tile model (`rooflab calibrate --gpu` measures it)")
+                     f"are priced by the tile model ({measure})")
     return tuple(notes)
 
 

@@ -70,3 +70,14 @@ def test_compiled_launch_by_hand(tmp_path):
     assert not any("no measured compiled_call_us" in n for n in p.notes)
     bare = api.predict_graph(g, api.load_hardware("h200"), "inductor", "compiled")
     assert any("no measured compiled_call_us" in n for n in bare.notes)
+
+
+def test_a_datasheet_spec_points_to_the_calibrated_one_that_ships():
+    # the bundled h200 datasheet has no ATen family curves; a calibrated h200 spec ships
+    # beside it, and the note names it. No calibrated h100-sxm spec ships.
+    notes = api.predict("mlp_block", "h200", "unfused", "graph").notes
+    assert any("copy bandwidth (a spec calibrated on this GPU ships: `-H measured/h200.yaml`)"
+               in n for n in notes)
+    notes = api.predict("mlp_block", "h100-sxm", "unfused", "graph").notes
+    assert any("copy bandwidth (`rooflab calibrate --gpu` measures them)" in n for n in notes)
+    assert not api.predict("mlp_block", "measured/h200.yaml", "unfused", "graph").notes
