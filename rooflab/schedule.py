@@ -91,6 +91,10 @@ class _Grouper:
         self.fusion: list[str] = []
         self.deps: list[set[int]] = []
         self.readers: list[set[int]] = []      # the reverse of deps
+        # a topological number per group (every group above the groups it reads), kept as
+        # groups grow, so a search for a path between two groups looks only between them
+        self.rank: list[int] = []
+        self.next_rank = 0
         self.min_pos: list[int] = []
         self.max_pos: list[int] = []
         # per-group facts kept as ops join, so each legality check is O(1), not a rescan
@@ -111,6 +115,8 @@ class _Grouper:
         self.fusion.append(fusion)
         self.deps.append(set())
         self.readers.append(set())
+        self.rank.append(self.next_rank)
+        self.next_rank += 1
         self.min_pos.append(ops[0])
         self.max_pos.append(ops[0])
         self.out_sizes.append(set())
@@ -143,34 +149,48 @@ class _Grouper:
         for t in self.g.ops[i].inputs:
             p = self.producer.get(self.view(t))
             if p is not None and p in self.group_of and self.group_of[p] != gid:
-                self.deps[gid].add(self.group_of[p])
-                self.readers[self.group_of[p]].add(gid)
+                self._edge(gid, self.group_of[p])
         # readers grouped before their producer (an attention pattern is grouped first)
         for t in op.outputs:
             for j in self.consumers.get(self.view(t), ()):
                 if j in self.group_of and self.group_of[j] != gid:
-                    self.deps[self.group_of[j]].add(gid)
-                    self.readers[gid].add(self.group_of[j])
+                    self._edge(self.group_of[j], gid)
+
+    def _edge(self, reader: int, producer: int) -> None:
+        """Record that group `reader` reads from group `producer`, raising the rank of the
+        reader (and of whatever reads it) above the producer's where it is not."""
+        self.deps[reader].add(producer)
+        self.readers[producer].add(reader)
+        todo = [(reader, self.rank[producer])]
+        while todo:
+            g, floor = todo.pop()
+            if self.rank[g] > floor:
+                continue
+            assert g != producer, "fusion produced a cycle between kernels"
+            self.rank[g] = floor + 1
+            self.next_rank = max(self.next_rank, floor + 2)
+            todo += [(r, floor + 1) for r in self.readers[g]]
 
     def _depends_on(self, h: int, g: int) -> bool:
-        """Does group h (transitively) read from group g, through groups that end at or after
-        g's first op? Searched from both ends in step, so the answer costs the smaller side:
-        a long chain next to a long independent one would otherwise rescan the other chain's
-        whole ancestry on every join."""
-        first = self.min_pos[g]
+        """Does group h (transitively) read from group g? Every group on such a path ranks
+        between the two, so only those are searched, from both ends in step: the answer costs
+        the smaller side."""
+        if self.rank[h] <= self.rank[g]:
+            return False
+        low, high = self.rank[g], self.rank[h]
         fwd, fseen = [h], {h}          # from h along deps
         bwd, bseen = [g], {g}          # from g along readers
         while fwd and bwd:
             for d in self.deps[fwd.pop()]:
                 if d == g:
                     return True
-                if d not in fseen and self.max_pos[d] >= first:
+                if d not in fseen and self.rank[d] > low:
                     fseen.add(d)
                     fwd.append(d)
             for r in self.readers[bwd.pop()]:
                 if r == h:
                     return True
-                if r not in bseen and self.max_pos[r] >= first:
+                if r not in bseen and self.rank[r] < high:
                     bseen.add(r)
                     bwd.append(r)
         return False
@@ -452,19 +472,16 @@ class _Grouper:
     def _move(self, src: int, dst: int) -> None:
         """Move group src's ops into group dst, which takes over src's producers and readers
         (an edge between the two disappears)."""
-        for i in sorted(self.groups[src]):
+        ops = sorted(self.groups[src])
+        for i in ops:                  # first, so that no edge between the two is recorded
+            self.group_of[i] = dst
+        for i in ops:
             self._add(dst, i)
         self.groups[src] = []
-        for d in self.deps[src] - {dst}:
+        for d in self.deps[src]:
             self.readers[d].discard(src)
-            self.readers[d].add(dst)
-            self.deps[dst].add(d)
-        for r in self.readers[src] - {dst}:
+        for r in self.readers[src]:
             self.deps[r].discard(src)
-            self.deps[r].add(dst)
-            self.readers[dst].add(r)
-        self.readers[dst].discard(src)
-        self.deps[dst].discard(src)
         self.deps[src], self.readers[src] = set(), set()
 
     def _merge_siblings(self, a: int, b: int) -> None:
