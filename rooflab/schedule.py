@@ -350,25 +350,30 @@ class _Grouper:
 
     def _gqa_groups(self) -> None:
         """Make each attention op one kernel with the copies that give its shared key and value
-        heads to every query head (transformers' repeat_kv: an expand, then a copy) where the
-        attention is the copy's only reader: a GQA kernel reads each shared head in place."""
-        view_of = {op.outputs[0]: op for op, r in zip(self.g.ops, self.roles) if r is Role.VIEW}
+        heads to every query head (transformers' repeat_kv: an expand of [..., 1, S, D] to
+        [..., G, S, D], then a copy) where the attention is the copy's only reader: a GQA kernel
+        reads each shared head in place."""
+        view_of = {o: op for op, r in zip(self.g.ops, self.roles) if r is Role.VIEW
+                   for o in op.outputs}
         outs = {self.view(t) for t in self.g.outputs}
 
-        def broadcast(t: str) -> bool:
+        def heads_broadcast(t: str) -> bool:
             while t in view_of:
-                if view_of[t].kind == "expand" and self._numel(view_of[t].inputs[0]) < self._numel(t):
-                    return True
-                t = view_of[t].inputs[0]
+                op = view_of[t]
+                if op.kind == "expand":
+                    src, out = self.g.tensors[op.inputs[0]].shape, self.g.tensors[t].shape
+                    grown = [d for d in range(len(out)) if src[d] == 1 and out[d] > 1]
+                    return grown == [len(out) - 3]      # over heads, not batch or sequence
+                t = op.inputs[0]
             return False
 
         for i, op in enumerate(self.g.ops):
             if op.kind != "attention" or i in self.group_of:
                 continue
-            copies = [p for t in op.inputs[1:3] for p in [self.producer.get(self.view(t))]
+            copies = {p for t in op.inputs[1:3] for p in [self.producer.get(self.view(t))]
                       if p is not None and p not in self.group_of and self.g.ops[p].kind == "copy"
-                      and broadcast(self.g.ops[p].inputs[0]) and len(self.consumers[self.view(t)]) == 1
-                      and self.view(t) not in outs]
+                      and heads_broadcast(self.g.ops[p].inputs[0])
+                      and set(self.consumers[self.view(t)]) == {i} and self.view(t) not in outs}
             if copies:
                 self._new(sorted(copies) + [i], Role.ATTENTION, "GQA attention")
 
@@ -456,10 +461,12 @@ class _Grouper:
                 later = readers.get(key, [])
                 for b in later[bisect_right(firsts.get(key, []), self.min_pos[a]):]:
                     # a merged group keeps its first op, so the list stays ordered by it
-                    if rank[self.min_pos[b]] - rank[self.max_pos[a]] > MAX_FUSION_DISTANCE:
+                    if rank[self.min_pos[b]] - rank[self.min_pos[a]] > MAX_FUSION_DISTANCE:
                         break
-                    if b in seen or not self.groups[b] or block[b] != block[a] or \
-                            rank[self.max_pos[b]] - rank[self.min_pos[a]] > MAX_FUSION_DISTANCE:
+                    if b in seen or not self.groups[b] or block[b] != block[a] or max(
+                            rank[self.max_pos[b]] - rank[self.min_pos[a]],
+                            abs(rank[self.max_pos[a]] - rank[self.min_pos[b]])) \
+                            > MAX_FUSION_DISTANCE:
                         continue
                     seen.add(b)
                     if self._depends_on(a, b) or self._depends_on(b, a):

@@ -390,3 +390,15 @@ def test_layers_joined_only_through_an_attention_pattern_stay_apart(write_yaml, 
         [("l0_residual", "l1_norm")]
     assert ("l0_q_rope", "l0_k_rope") in kernels(pred)
     assert ("l1_q_rope", "l1_k_rope") in kernels(pred)
+
+
+def test_a_broadcast_over_batch_is_not_a_shared_kv_head(write_yaml, h200):
+    # one sequence's K expanded to 4 sequences, not heads shared by query heads: no GQA
+    # kernel reads it so, and the copy stays a kernel of its own
+    path = write_yaml(GQA_DECODE.replace(
+        "k_unsq, inputs: [k_cache], outputs: [k1], shape: [4, 2, 1, 1024, 128]",
+        "k_unsq, inputs: [k_one], outputs: [k1], shape: [1, 8, 1024, 128]").replace(
+        "k_expand, inputs: [k1], outputs: [k2], shape: [4, 2, 4, 1024, 128]",
+        "k_expand, inputs: [k1], outputs: [k2], shape: [4, 8, 1024, 128]").replace(
+        "      k_cache:", "      k_one: {shape: [8, 1024, 128], dtype: bf16}\n      k_cache:"))
+    assert kernels(api.predict(path, h200, "fused", "graph")) == [("k_copy",), ("v_copy", "attn")]
