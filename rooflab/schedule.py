@@ -82,9 +82,10 @@ class _Grouper:
         self.producer = {self.view(t): i for i, op in enumerate(graph.ops)
                          if self.roles[i] is not Role.VIEW for t in op.outputs}
         self.consumers: dict[str, list[int]] = {}      # by the bytes they read
+        root = self.view.root
         for i, op in enumerate(graph.ops):
             for t in op.inputs if self.roles[i] is not Role.VIEW else ():
-                self.consumers.setdefault(self.view(t), []).append(i)
+                self.consumers.setdefault(root.get(t, t), []).append(i)
         self.group_of: dict[int, int] = {}
         self.groups: list[list[int]] = []
         self.anchor: list[Role] = []
@@ -153,8 +154,9 @@ class _Grouper:
         # readers grouped before their producer (an attention pattern is grouped first)
         for t in op.outputs:
             for j in self.consumers.get(self.view(t), ()):
-                if j in self.group_of and self.group_of[j] != gid:
-                    self._edge(self.group_of[j], gid)
+                h = self.group_of.get(j, gid)
+                if h != gid:
+                    self._edge(h, gid)
 
     def _edge(self, reader: int, producer: int) -> None:
         """Record that group `reader` reads from group `producer`, raising the rank of the
