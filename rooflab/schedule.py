@@ -364,6 +364,7 @@ class _Grouper:
                 op = view_of[t]
                 if op.kind == "expand":
                     src, out = self.g.tensors[op.inputs[0]].shape, self.g.tensors[t].shape
+                    src = (1,) * (len(out) - len(src)) + src     # new leading dims broadcast
                     grown = [d for d in range(len(out)) if src[d] == 1 and out[d] > 1]
                     return grown == [len(out) - 3]      # over heads, not batch or sequence
                 t = op.inputs[0]

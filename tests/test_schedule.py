@@ -402,3 +402,19 @@ def test_a_broadcast_over_batch_is_not_a_shared_kv_head(write_yaml, h200):
         "k_expand, inputs: [k1], outputs: [k2], shape: [4, 8, 1024, 128]").replace(
         "      k_cache:", "      k_one: {shape: [8, 1024, 128], dtype: bf16}\n      k_cache:"))
     assert kernels(api.predict(path, h200, "fused", "graph")) == [("k_copy",), ("v_copy", "attn")]
+
+
+def test_an_expand_that_adds_leading_dims_is_read_through(write_yaml, h200):
+    # one [S, D] key broadcast to every batch and head: new leading dims, not shared heads
+    path = write_yaml("""
+        name: lead
+        tensors:
+          q: {shape: [4, 8, 1, 128], dtype: bf16}
+          k1: {shape: [1024, 128], dtype: bf16}
+          v: {shape: [4, 8, 1024, 128], dtype: bf16}
+        ops:
+          - {kind: expand, name: k_expand, inputs: [k1], outputs: [k2], shape: [4, 8, 1024, 128]}
+          - {kind: copy, name: k_copy, inputs: [k2], outputs: [k]}
+          - {kind: attention, name: attn, inputs: [q, k, v], outputs: [o], causal: false}
+    """)
+    assert kernels(api.predict(path, h200, "fused", "graph")) == [("k_copy",), ("attn",)]
