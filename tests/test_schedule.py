@@ -418,3 +418,23 @@ def test_an_expand_that_adds_leading_dims_is_read_through(write_yaml, h200):
           - {kind: attention, name: attn, inputs: [q, k, v], outputs: [o], causal: false}
     """)
     assert kernels(api.predict(path, h200, "fused", "graph")) == [("k_copy",), ("attn",)]
+
+
+def test_a_path_through_a_kernel_that_spans_the_graph_is_seen(write_yaml, h200):
+    # gemm_a + add_a is one kernel (an epilogue) that starts before neg_g and ends after it:
+    # add_g reads neg_g's output and gemm_h's, and gemm_h -> gemm_d -> gemm_a+add_a -> neg_g.
+    # Joining add_g to neg_g would make a cycle; a search bounded by op positions missed the
+    # path (gemm_d ends before neg_g) and the schedule failed with "a cycle between kernels"
+    path = write_yaml("""
+        name: cycle
+        tensors: {x: {shape: [64, 64], dtype: bf16}, w: {shape: [64, 64], dtype: bf16}}
+        ops:
+          - {kind: matmul, name: gemm_a, inputs: [x, w], outputs: [ta]}
+          - {kind: matmul, name: gemm_d, inputs: [ta, w], outputs: [td]}
+          - {kind: neg, name: neg_g, inputs: [x], outputs: [tg]}
+          - {kind: add, name: add_a, inputs: [ta, tg], outputs: [t3]}
+          - {kind: matmul, name: gemm_h, inputs: [td, w], outputs: [th]}
+          - {kind: add, name: add_g, inputs: [tg, th], outputs: [t5]}
+    """)
+    assert kernels(api.predict(path, h200, "fused", "graph")) == \
+        [("neg_g",), ("gemm_a", "add_a"), ("gemm_d",), ("gemm_h", "add_g")]
