@@ -5,7 +5,9 @@
 # The spec is written as h200.yaml: the gate names a Triton run's GPU by its spec's file stem, so
 # on an H200 the run can be committed as reports/validation/h200-<date>.json as it is.
 # Run on the device machine from the repository root, after the install line of
-# ../shared/device/wheels.sh:   bash lab/torch_kernels/lease.sh
+# ../shared/device/wheels.sh:   ROOFLAB_GIT_SHA=<commit here> bash lab/torch_kernels/lease.sh
+# (the device's .git can be stale: `git rev-parse HEAD` there named an older commit than the
+# tree it ran, 2026-12-06; provenance takes ROOFLAB_GIT_SHA first)
 set -uo pipefail
 : "${OUT:?set OUT}"
 R="python3 -m rooflab.cli"
