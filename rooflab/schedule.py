@@ -25,6 +25,7 @@ from itertools import accumulate
 from rooflab.graph import Graph, outer_block_index
 from rooflab.grid import vmax
 from rooflab.hardware import Hardware
+from rooflab.kernel_dag import KernelDag
 from rooflab.ops import KINDS, Role, view_roots
 from rooflab.policies import FusionPolicy, load_policy
 
@@ -90,12 +91,7 @@ class _Grouper:
         self.groups: list[list[int]] = []
         self.anchor: list[Role] = []
         self.fusion: list[str] = []
-        self.deps: list[set[int]] = []
-        self.readers: list[set[int]] = []      # the reverse of deps
-        # a topological number per group (every group above the groups it reads), kept as
-        # groups grow, so a search for a path between two groups looks only between them
-        self.rank: list[int] = []
-        self.next_rank = 0
+        self.dag = KernelDag()                  # which groups read which
         self.min_pos: list[int] = []
         self.max_pos: list[int] = []
         # per-group facts kept as ops join, so each legality check is O(1), not a rescan
@@ -114,10 +110,7 @@ class _Grouper:
         self.groups.append([])
         self.anchor.append(anchor)
         self.fusion.append(fusion)
-        self.deps.append(set())
-        self.readers.append(set())
-        self.rank.append(self.next_rank)
-        self.next_rank += 1
+        self.dag.add()
         self.min_pos.append(ops[0])
         self.max_pos.append(ops[0])
         self.out_sizes.append(set())
@@ -150,52 +143,13 @@ class _Grouper:
         for t in self.g.ops[i].inputs:
             p = self.producer.get(self.view(t))
             if p is not None and p in self.group_of and self.group_of[p] != gid:
-                self._edge(gid, self.group_of[p])
+                self.dag.edge(gid, self.group_of[p])
         # readers grouped before their producer (an attention pattern is grouped first)
         for t in op.outputs:
             for j in self.consumers.get(self.view(t), ()):
                 h = self.group_of.get(j, gid)
                 if h != gid:
-                    self._edge(h, gid)
-
-    def _edge(self, reader: int, producer: int) -> None:
-        """Record that group `reader` reads from group `producer`, raising the rank of the
-        reader (and of whatever reads it) above the producer's where it is not."""
-        self.deps[reader].add(producer)
-        self.readers[producer].add(reader)
-        todo = [(reader, self.rank[producer])]
-        while todo:
-            g, floor = todo.pop()
-            if self.rank[g] > floor:
-                continue
-            assert g != producer, "fusion produced a cycle between kernels"
-            self.rank[g] = floor + 1
-            self.next_rank = max(self.next_rank, floor + 2)
-            todo += [(r, floor + 1) for r in self.readers[g]]
-
-    def _depends_on(self, h: int, g: int) -> bool:
-        """Does group h (transitively) read from group g? Every group on such a path ranks
-        between the two, so only those are searched, from both ends in step: the answer costs
-        the smaller side."""
-        if self.rank[h] <= self.rank[g]:
-            return False
-        low, high = self.rank[g], self.rank[h]
-        fwd, fseen = [h], {h}          # from h along deps
-        bwd, bseen = [g], {g}          # from g along readers
-        while fwd and bwd:
-            for d in self.deps[fwd.pop()]:
-                if d == g:
-                    return True
-                if d not in fseen and self.rank[d] > low:
-                    fseen.add(d)
-                    fwd.append(d)
-            for r in self.readers[bwd.pop()]:
-                if r == h:
-                    return True
-                if r not in bseen and self.rank[r] < high:
-                    bseen.add(r)
-                    bwd.append(r)
-        return False
+                    self.dag.edge(h, gid)
 
     def _numel(self, t: str) -> int:
         return self.g.tensors[t].numel
@@ -417,9 +371,9 @@ class _Grouper:
             merged = False
             for a in order:
                 if not self.groups[a] or self.anchor[a] is not Role.POINTWISE or \
-                        len(self.readers[a]) != 1 or self.data_dep[a]:
+                        len(self.dag.readers[a]) != 1 or self.data_dep[a]:
                     continue
-                (b,) = self.readers[a]
+                (b,) = self.dag.readers[a]
                 if self.anchor[b] not in (Role.POINTWISE, Role.GATHER, Role.REDUCTION) or \
                         self.fusion[b] == "attention" or self.data_dep[b]:
                     continue
@@ -472,7 +426,7 @@ class _Grouper:
                             > MAX_FUSION_DISTANCE:
                         continue
                     seen.add(b)
-                    if self._depends_on(a, b) or self._depends_on(b, a):
+                    if self.dag.depends_on(a, b) or self.dag.depends_on(b, a):
                         continue
                     self._merge_siblings(a, b)
                     todo.extend(sorted(inputs[b] - inputs[a]))
@@ -488,11 +442,7 @@ class _Grouper:
         for i in ops:
             self._add(dst, i)
         self.groups[src] = []
-        for d in self.deps[src]:
-            self.readers[d].discard(src)
-        for r in self.readers[src]:
-            self.deps[r].discard(src)
-        self.deps[src], self.readers[src] = set(), set()
+        self.dag.detach(src)
 
     def _merge_siblings(self, a: int, b: int) -> None:
         """Move group b's ops into group a (neither reads the other)."""
@@ -528,7 +478,7 @@ class _Grouper:
             why = self.legal(gid, i)
             if why is None:
                 others = {g for _, g in cands if g != gid}
-                if any(self._depends_on(h, gid) for h in others):
+                if any(self.dag.depends_on(h, gid) for h in others):
                     why = "joining would make a cycle between kernels"
             if why is None:
                 self._join(gid, i)
@@ -555,30 +505,6 @@ class _Grouper:
                 else "reduction prologue + epilogue"
         elif not self.fusion[gid]:
             self.fusion[gid] = "pointwise"
-
-
-def _topological(gr: _Grouper, gids: list[int]) -> list[int]:
-    """Kernels in an order that runs every producer first (a kernel may have absorbed an op
-    that reads a later kernel's output); ties keep the graph's order."""
-    import heapq
-    indeg = {g: 0 for g in gids}
-    users: dict[int, list[int]] = {g: [] for g in gids}
-    for g in gids:
-        for d in gr.deps[g]:
-            users[d].append(g)
-            indeg[g] += 1
-    ready = [(gr.min_pos[g], g) for g in gids if indeg[g] == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        _, g = heapq.heappop(ready)
-        out.append(g)
-        for u in users[g]:
-            indeg[u] -= 1
-            if indeg[u] == 0:
-                heapq.heappush(ready, (gr.min_pos[u], u))
-    assert len(out) == len(gids), "fusion produced a cycle between kernels"
-    return out
 
 
 # Inductor fuses no two nodes more than 64 apart in its order (Scheduler.are_long_distant_nodes,
@@ -652,7 +578,7 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         # one kernel per op, in the graph's (topological) order
         return Schedule(graph, policy, _one_per_launch(graph), (), notes)
     gr = _Grouper(graph, policy, hw)
-    order = _topological(gr, gr.run())
+    order = gr.dag.order(gr.run(), gr.min_pos)
     refusals_by_op: dict[str, list[Refusal]] = {}
     for r in gr.refusals:
         refusals_by_op.setdefault(r.into, []).append(r)
