@@ -18,16 +18,19 @@ from rooflab.graph import Graph
 from rooflab.hardware import Hardware
 
 
-def load_workload(path: str | Path, sets: dict[str, int] | None = None, phase: str = "decode",
-                  inputs: tuple[str, ...] = ()) -> Graph:
+def load_workload(path: str | Path, sets: dict[str, int] | None = None,
+                  phase: str | None = None, inputs: tuple[str, ...] = ()) -> Graph:
     """The Graph of a workload YAML (a path or a bundled name), or of a program traced on the
-    spot: `hf:NAME_OR_CONFIG` (with `phase` and `sets` batch/seq/context) or
+    spot: `hf:NAME_OR_CONFIG` (with `phase`, default decode, and `sets` batch/seq/context) or
     `py:FILE.py:FACTORY` (with `inputs` like "x=[16,4096]:bf16"); see rooflab/trace/source.py."""
     from rooflab.trace import source
     if source.is_program(str(path)):
-        return source.load(str(path), sets, phase, inputs)
+        return source.load(str(path), sets, phase or "decode", inputs)
     if inputs:
         raise RooflabError("--input is for py: sources; a workload file declares its tensors")
+    if phase is not None:
+        raise RooflabError(f"--phase is for hf: models; the workload file {path} is one step "
+                           "(its parameters are set with --set)")
     return workload.load(str(path), sets)
 
 
@@ -66,7 +69,7 @@ def predict_matrix(graph: Graph, gpus: list[Hardware], schedules: list[str], lau
 
 
 
-def predict_pipeline(source: str, hw: Hardware, sets: dict | None = None, phase: str = "decode",
+def predict_pipeline(source: str, hw: Hardware, sets: dict | None = None, phase: str | None = None,
                      schedule_name: str = "unfused", launch: str = "eager", pp: int = 2,
                      nodes: int = 1, microbatches: int = 1):
     """A traced hf: step cut into `pp` pipeline stages (rooflab/trace/pipeline.py), each priced

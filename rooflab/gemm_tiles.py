@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from rooflab.grid import vmax, vwhere
 
+# the most rows a GEMM may have and still be tiled as a skinny (weight-streaming) one
+SKINNY_M_MAX = 256
+
 
 def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     """The output tile (BM, BN) a tuned Hopper-class GEMM picks for this shape. Skinny
@@ -34,11 +37,18 @@ def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     # the widest tile within 15% of the best fill: every narrower tile re-reads the whole
     # activation panel once more, which costs more than a partly filled last wave. The 15%
     # is relative: a grid that fills 3% of the SMs is not "within 15%" of one that fills 12%
-    bn_small = vwhere(fills[0] >= 0.85 * best, widths[0],
+    take_first = fills[0] >= 0.85 * best
+    bn_small = vwhere(take_first, widths[0],
                       vwhere(fills[1] >= 0.85 * best, widths[1], widths[2]))
+    fill_small = vwhere(take_first, fills[0], vwhere(fills[1] >= 0.85 * best, fills[1], fills[2]))
     # 128x256 only where N fills it: a 256-wide tile over N <= 128 would compute masked columns
     wide = (n > 128) & (-(-m // 128) * -(-n // 256) * batch >= sm_count)
-    return vwhere(m <= 64, bm_small, 128), vwhere(m <= 64, bn_small, vwhere(wide, 256, 128))
+    bn_large = vwhere(wide, 256, 128)
+    # up to 256 rows (a decode batch) the GEMM streams its weights: 64-row tiles are taken where
+    # 128-row ones leave SMs idle (M=128, N=4096: 32 tiles of 128x128 on 132 SMs, 128 of 64x64)
+    fill_large = _waves_filled(m, n, batch, 128, bn_large, sm_count)
+    small = (m <= 64) | ((m <= SKINNY_M_MAX) & (fill_large < 0.85 * fill_small))
+    return vwhere(small, bm_small, 128), vwhere(small, bn_small, bn_large)
 
 
 def _waves_filled(m: int, n: int, batch: int, bm: int, bn: int, sm_count: int) -> float:

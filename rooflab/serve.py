@@ -57,6 +57,10 @@ def steps_of(source: str, prefill_source: str | None = None,
     `batch` and `context` (its decode step; with `seq` too it is also the prefill, run at
     context = seq), with `prefill_source` a YAML declaring `batch` and `seq` for the prefill."""
     sets = dict(sets or {})
+    swept = sorted({"batch", "seq", "context"} & set(sets))
+    if swept:
+        raise RooflabError(f"--set {swept[0]}: serve sets batch with --batch and the lengths "
+                           "with --input and --output")
     if source.startswith("hf:"):
         from rooflab.trace import parametric
         fixed = tuple(sorted(sets.items()))

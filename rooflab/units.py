@@ -6,14 +6,20 @@ import math
 
 
 def _scaled(x: float, units: list[tuple[float, str]], digits: int = 3) -> str:
+    """`x` in the largest of `units` (descending (scale, name) pairs) it reaches, to `digits`
+    significant digits; a value that rounds up to 1000 moves to the next unit (999.7e9 FLOP
+    is "1 TFLOP", not "1e+03 GFLOP")."""
     if x == 0:
         return "0 " + units[-1][1]
     if math.isinf(x):
         return "inf"
-    for scale, name in units:
+    for i, (scale, name) in enumerate(units):
         if abs(x) >= scale:
             v = x / scale
-            return f"{v:.{digits}g} {name}" if v < 1000 else f"{v:.0f} {name}"
+            if i and abs(float(f"{v:.{digits}g}")) >= 1000:
+                scale, name = units[i - 1]
+                v = x / scale
+            return f"{v:.{digits}g} {name}" if abs(v) < 1000 else f"{v:.0f} {name}"
     scale, name = units[-1]
     return f"{x / scale:.{digits}g} {name}"
 
@@ -37,13 +43,9 @@ def format_time(s: float) -> str:
         return "0"
     if s < 0:                   # a fusion that costs time: "-2.76 µs", not "-2.76e+03 ns"
         return "-" + format_time(-s)
-    if s >= 1:
-        return f"{s:.3g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.3g} ms"
-    if s >= 1e-6:
-        return f"{s * 1e6:.3g} µs"
-    return f"{s * 1e9:.3g} ns"
+    if s < 1e-12:               # a view's share of a launch: nothing a reader can act on
+        return "<0.001 ns"
+    return _scaled(s, [(1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")])
 
 
 def format_intensity(x: float) -> str:

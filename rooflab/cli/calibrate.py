@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from rooflab.cli.common import CALIBRATED_SPEC, app, check_output, user_errors
+from rooflab.cli.common import app, check_output, user_errors
 from rooflab.errors import RooflabError
 from rooflab.terminal import printable
 
@@ -16,11 +16,11 @@ from rooflab.terminal import printable
 @user_errors
 def calibrate(
     gpu: Annotated[bool, typer.Option("--gpu", help="Measure the CUDA GPU.")] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="Calibrated spec YAML to write (with --collectives: measured/<base>-collectives.yaml by default).")] = CALIBRATED_SPEC,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Calibrated spec YAML to write (default: hardware_specs/measured/ and the base spec's name, with --collectives its name-collectives.yaml).")] = None,
     base: Annotated[Optional[str], typer.Option("--base", help="Datasheet spec the calibrated one starts from (default: the bundled spec of the GPU measured: h100-sxm on an H100 SXM).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing spec.")] = False,
     torch_suite: Annotated[bool, typer.Option("--torch/--no-torch", help="Also time the torch suite's calibration cases: eager PyTorch's kernel-family curves, torch.compile's host figures.")] = True,
-    from_file: Annotated[Optional[str], typer.Option("--from", help="Rebuild the spec from a calibration's raw figures (reports/calibration/<gpu>-<date>.json and its -torch.json) with the current code; no GPU.")] = None,
+    from_file: Annotated[Optional[str], typer.Option("--from", help="Rebuild the spec from a calibration's raw figures, a JSON file under reports/calibration/ (its -torch.json beside it is read too), with the current code; no GPU.")] = None,
     torch_run: Annotated[Optional[str], typer.Option("--torch-run", help="With --from: another torch-suite run to take the GPU-side figures from (kernel-family curves, SDPA backends); host figures stay the raw lease's own.")] = None,
     collectives: Annotated[bool, typer.Option("--collectives", help="Measure NCCL's collectives on 2, 4, ... and all GPUs here and write the base spec with the fitted paths (with --from: rebuild it from collective runs RUN,RUN...).")] = False,
 ):
@@ -39,13 +39,12 @@ def calibrate(
     if not gpu and not from_file:
         raise RooflabError("calibrate measures only with --gpu (or rebuilds a spec --from a "
                            "calibration's raw figures)")
-    check_output("--output", output, force)
-    out = Path(output)
-    if out.exists() and not force:
-        raise RooflabError(f"{out} exists; pass --force to overwrite it")
+    if output is not None:
+        check_output("--output", output, force)     # before any measuring
     if from_file:
         from rooflab.validate import calspec
         base_hw = hwmod.load(base or _datasheet(calspec.raw_gpu(from_file), from_file))
+        out = _spec_output(output, base_hw, force)
         spec, provenance = calspec.spec_and_provenance(base_hw.spec, from_file, torch_run)
         out.write_text(calspec.spec_text(base_hw.spec, spec, provenance))
         typer.echo(printable(f"wrote {out} from {from_file}"))
@@ -55,6 +54,7 @@ def calibrate(
     from rooflab.validate import gpu as vgpu
     vgpu.require("calibrate")
     base_hw = hwmod.load(base or _datasheet(vgpu.name(), "this machine"))
+    out = _spec_output(output, base_hw, force)
     from rooflab.validate import calibrate as cal
     from rooflab.validate.calspec import unused_raw_path
     prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
@@ -62,6 +62,15 @@ def calibrate(
     cal.calibrate(base_hw.spec, out, raw, prov, log=lambda m: typer.echo(m, err=True),
                   torch_suite=torch_suite)
     typer.echo(printable(f"wrote {out} and {raw}"))
+
+
+def _spec_output(output: str | None, base_hw, force: bool):
+    """The Path the calibrated spec is written to: --output, else
+    hardware_specs/measured/<base spec's name>.yaml (an H100 SXM's is h100-sxm.yaml)."""
+    from pathlib import Path
+    path = output if output is not None else f"hardware_specs/measured/{base_hw.name}.yaml"
+    check_output("--output", path, force)
+    return Path(path)
 
 
 def _datasheet(device_name: str, where: str) -> str:
@@ -74,7 +83,7 @@ def _datasheet(device_name: str, where: str) -> str:
     return name
 
 
-def _calibrate_collectives(gpu: bool, output: str, base: str, force: bool,
+def _calibrate_collectives(gpu: bool, output: str | None, base: str, force: bool,
                            from_file: str | None, torch_run: str | None) -> None:
     import sys
     from pathlib import Path
@@ -87,7 +96,7 @@ def _calibrate_collectives(gpu: bool, output: str, base: str, force: bool,
     if not gpu and not from_file:
         raise RooflabError("calibrate --collectives measures only with --gpu (or rebuilds a "
                            "spec --from collective runs RUN,RUN...)")
-    if output == CALIBRATED_SPEC:      # the one-GPU spec stays; this one is named for its base
+    if output is None:                 # the one-GPU spec stays; this one is named for its base
         output = f"hardware_specs/measured/{Path(base).stem}-collectives.yaml"
     check_output("--output", output, force)
     base_hw = hwmod.load(base)

@@ -35,9 +35,10 @@ def user_errors(fn):
 
 
 # hf:/py: sources (rooflab/trace/source.py) take these beside --set
-PHASE_HELP = "hf: sources: the step traced, decode (one token against --set context) or prefill (--set seq)."
+PHASE_HELP = "hf: sources: the step traced, decode (the default: one token against --set context), prefill (--set seq) or extend."
 CALIBRATED_SPEC = "hardware_specs/measured/h200.yaml"
-INPUT_HELP = "py: sources: a forward input, name=[dims]:dtype, like x=[16,4096]:bf16 (repeatable)."
+# "\\[" keeps rich, which renders the help, from reading [dims] as a style tag
+INPUT_HELP = "py: sources: a forward input, name=\\[dims]:dtype, like x=[16,4096]:bf16 (repeatable)."
 
 
 def split_list(value: str) -> list[str]:

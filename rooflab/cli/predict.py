@@ -23,7 +23,7 @@ def predict(
     compare: Annotated[Optional[str], typer.Option("--compare", help="Schedules A,B[,C...]: print each and what each later one's fusions save over A.")] = None,
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph, compiled (torch.compile; comma-separated).")] = "eager",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
-    phase: Annotated[str, typer.Option("--phase", help=PHASE_HELP)] = "decode",
+    phase: Annotated[Optional[str], typer.Option("--phase", help=PHASE_HELP)] = None,
     inputs: Annotated[list[str], typer.Option("--input", help=INPUT_HELP)] = [],
     tp: Annotated[int, typer.Option("--tp", help="hf: sources: tensor-parallel GPUs (the model sharded, collectives added).")] = 1,
     ep: Annotated[int, typer.Option("--ep", help="hf: sources: expert-parallel GPUs of a MoE (experts split, all-to-all added).")] = 1,
@@ -118,7 +118,7 @@ def fusions(
     compare: Annotated[Optional[str], typer.Option("--compare", help="BASELINE,SCHEDULE in one: inductor,fused ranks what torch.compile leaves on the table.")] = None,
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode: eager, graph or compiled.")] = "graph",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
-    phase: Annotated[str, typer.Option("--phase", help=PHASE_HELP)] = "decode",
+    phase: Annotated[Optional[str], typer.Option("--phase", help=PHASE_HELP)] = None,
     inputs: Annotated[list[str], typer.Option("--input", help=INPUT_HELP)] = [],
     top: Annotated[int, typer.Option("--top", help="Show this many opportunities.")] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -153,7 +153,7 @@ def fusions(
 @user_errors
 def trace(
     source: Annotated[str, typer.Argument(help="hf:MODEL_OR_CONFIG, py:FILE.py:FACTORY (or FILE.py:FACTORY).")],
-    phase: Annotated[str, typer.Option("--phase", help=PHASE_HELP)] = "decode",
+    phase: Annotated[Optional[str], typer.Option("--phase", help=PHASE_HELP)] = None,
     sets: Annotated[list[str], typer.Option("--set", help="batch=, seq=, context= for hf: models; dimension values for --input expressions.")] = [],
     inputs: Annotated[list[str], typer.Option("--input", help=INPUT_HELP)] = [],
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the workload YAML here (default: print it).")] = None,
@@ -190,7 +190,7 @@ def report(
     compare: Annotated[str, typer.Option("--compare", help="Schedules, comma-separated; each after the first is compared with the first.")] = "unfused,fused",
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph, compiled (torch.compile; comma-separated).")] = "eager",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
-    phase: Annotated[str, typer.Option("--phase", help=PHASE_HELP)] = "decode",
+    phase: Annotated[Optional[str], typer.Option("--phase", help=PHASE_HELP)] = None,
     inputs: Annotated[list[str], typer.Option("--input", help=INPUT_HELP)] = [],
     force: Annotated[bool, typer.Option("--force", help="Overwrite the output file if it exists.")] = False,
 ):

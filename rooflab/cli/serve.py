@@ -64,16 +64,17 @@ def serve_cmd(
 
 
 def _duration(option: str, text: str | None) -> float | None:
-    """Seconds from "50ms", "0.05s", "50us" or a bare number of seconds."""
+    """Seconds from "50ms", "0.05s" or "50us". A bare number is refused: TPOTs are quoted in
+    milliseconds and TTFTs in seconds, so either reading of "50" would surprise someone."""
     if text is None:
         return None
     t = text.strip().lower()
-    for unit, scale in (("ms", 1e-3), ("us", 1e-6), ("s", 1.0)):
+    for unit, scale in (("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("s", 1.0)):
         if t.endswith(unit):
             t, factor = t[: -len(unit)], scale
             break
     else:
-        factor = 1.0
+        raise RooflabError(f"{option} {text!r}: give a unit, as in 50ms or 0.05s")
     try:
         v = float(t) * factor
     except ValueError:

@@ -19,7 +19,7 @@ def validate(
     gpu: Annotated[bool, typer.Option("--gpu", help="Run the kernels on the CUDA GPU.")] = False,
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="Spec the predictions use (a calibrated one is best).")] = "h200",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
-    phase: Annotated[str, typer.Option("--phase", help=PHASE_HELP)] = "decode",
+    phase: Annotated[Optional[str], typer.Option("--phase", help=PHASE_HELP)] = None,
     inputs: Annotated[list[str], typer.Option("--input", help=INPUT_HELP)] = [],
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Results JSON (default reports/validation/<gpu>-<date>.json).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the Triton source of every kernel; run nothing.")] = False,
@@ -49,7 +49,8 @@ def validate(
     hw = api.load_hardware(hardware)
     from rooflab.validate import torch_compare, tp_compare
     if tp or from_file and tp_compare.is_run_file(from_file):
-        _validate_tp(hw, workload, gpu, from_file, output, force, phase, wl.parse_sets(sets), tp)
+        _validate_tp(hw, workload, gpu, from_file, output, force, phase or "decode",
+                     wl.parse_sets(sets), tp)
         return
     if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
         _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,

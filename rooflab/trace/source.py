@@ -73,6 +73,13 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
                                "context, logit_tokens, layers, tp and ep (and sp, as --sp "
                                "sets it)")
+        # a size the phase's step does not read would be silently ignored
+        unused = {"decode": ("seq", "a decode step reads one new token after context cached "
+                             "ones; seq is for --phase prefill or extend"),
+                  "prefill": ("context", "a prefill step caches its seq tokens; context is "
+                              "for --phase decode or extend")}.get(phase)
+        if unused and unused[0] in sets:
+            raise RooflabError(f"--set {unused[0]}: {unused[1]}")
         for key in ("tp", "ep"):
             if key in sets and (not isinstance(sets[key], int) or sets[key] < 1):
                 raise RooflabError(f"--{key} {sets[key]}: expected a positive number of GPUs")
