@@ -249,6 +249,28 @@ def test_skinny_n_gemm_is_tiled_as_its_transpose():
     assert gemm_tile(8, 4096, 1, 132) == (16, 32)      # the decode shape is unchanged
 
 
+def test_a_decode_batch_over_64_rows_is_tiled_to_fill_the_sms():
+    # M=128, N=4096: 128x128 tiles make 32 tiles on 132 SMs (a quarter busy); 64x64 make 128
+    from rooflab.gemm_tiles import gemm_tile, wave_efficiency
+    assert gemm_tile(128, 4096, 1, 132) == (64, 64)
+    assert wave_efficiency(128, 4096, 1, 132) == pytest.approx(128 / 132)
+    # 160 rows: 3 row tiles of 64; 64x32 makes 384 tiles, 3 waves of 132 (384/396 busy)
+    assert gemm_tile(160, 4096, 1, 132) == (64, 32)
+    assert wave_efficiency(160, 4096, 1, 132) == pytest.approx(384 / 396)
+    # past 256 rows, or where 128-row tiles fill the SMs, the large tile stays
+    assert gemm_tile(300, 4096, 1, 132) == (128, 128)
+    assert gemm_tile(2048, 2048, 1, 132) == (128, 128)
+    assert gemm_tile(128, 14336, 1, 132) == (128, 128)   # 112 tiles: 64-row ones fill no better
+
+
+def test_a_decode_step_does_not_get_faster_as_its_batch_grows():
+    # Llama-3-8B decode, fused + CUDA graph on the H100's datasheet spec: the step at batch 128
+    # had cost 23.1 ms against 18.8 ms at 160 (the down projection's 32 tiles of 128x128)
+    steps = [api.predict("llama3_8b_decode", "h100-sxm", "fused", "graph",
+                         {"batch": b, "context": 1152}).totals.time_s for b in (64, 96, 128, 160, 192)]
+    assert steps == sorted(steps)
+
+
 def test_a_row_gather_pays_per_index_by_hand(write_yaml, h200):
     # embedding of 8192 ids from a [32000, 128] fp32 table: 8192 x 512 B read and written
     # (8.39 MB) at a flat 0.5 of peak (3.495 us), plus 0.45 ns per id (3.686 us)
