@@ -383,7 +383,8 @@ class _Builder:
             except ExprError as e:
                 raise _err(self.doc, str(e), loc + ("shape", j), place=f"tensor {g}") from None
             if v <= 0:
-                raise _err(self.doc, f"dimension {j} is {v} ({d}); dimensions must be positive",
+                given = "" if str(d) == str(v) else f" ({d})"     # the expression, if one
+                raise _err(self.doc, f"dimension {j} is {v}{given}; dimensions must be positive",
                            loc + ("shape", j), place=f"tensor {g}")
             shape.append(v)
         numel = 1
@@ -494,14 +495,19 @@ def parse_sets(items: list[str]) -> dict[str, int]:
         if lookup(val) is not None:          # a dtype: for a workload's dtype parameter
             out[key] = lookup(val).name
             continue
+        # 1k = 1024, as serve's --batch and --input read sizes
+        scale = 1024 if val[-1:] in ("k", "K") else 1
+        number = val[:-1] if scale > 1 else val
         # 19 digits bound 2**63; refusing longer text first keeps int() off 5,000-digit input
-        digits = val.lstrip("+-").replace("_", "")
+        digits = number.lstrip("+-").replace("_", "")
         if len(digits) > 19 or not digits.isdigit():
             if digits.isdigit():
                 raise RooflabError(f"--set {shown}: value exceeds 2**63")
-            raise RooflabError(f"--set {shown}: value must be an integer or a dtype name")
+            raise RooflabError(f"--set {shown}: value must be an integer (1k = 1024) or a dtype "
+                               "name" + did_you_mean(val, known_names())
+                               + f" ({', '.join(known_names())})")
         try:
-            out[key] = int(val)
+            out[key] = int(number) * scale
         except ValueError:
             raise RooflabError(f"--set {shown}: value must be an integer") from None
         if out[key] <= 0:

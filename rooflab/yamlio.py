@@ -181,15 +181,46 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
     loc = tuple(k for i, k in enumerate(e["loc"])
                 if not (isinstance(k, str) and k in tags and i > 0))
     msg = e["msg"]
-    if e["type"] == "extra_forbidden":
+    alternatives = _union_alternatives(err.errors(), e)
+    if len(alternatives) > 1:
+        # a value no member of a union accepts: pydantic reports one error per member
+        loc = loc[:-1]
+        msg = f"expected {' or '.join(_TYPE_WORDS.get(a, a) for a in alternatives)}, " \
+              f"got {e.get('input')!r}"
+    elif e["type"] == "value_error":
+        # a validator's own message; one that opens with the place it is about
+        # ("launch.min_kernel_us: ...") is reported at that place's line
+        msg = msg.removeprefix("Value error, ")
+        head, sep, rest = msg.partition(": ")
+        path = tuple(int(k) if k.isdigit() else k for k in head.replace("[", ".").replace(
+            "]", "").split(".")) if sep and " " not in head else ()
+        if path and doc.line_of(loc + path[:1]) != doc.line_of(loc):
+            loc, msg = loc + path, rest
+    elif e["type"] == "extra_forbidden":
         msg = f"unknown field '{loc[-1]}'"
         loc = loc[:-1] + (loc[-1],)
     elif e["type"] == "missing":
         msg = f"missing required field '{loc[-1]}'"
-    n_more = len(err.errors()) - 1
+    n_more = len(err.errors()) - max(1, len(alternatives))
     if n_more:
         msg += f" (and {n_more} more problem{'s' if n_more > 1 else ''})"
     raise doc.error(msg, loc) from None
+
+
+_TYPE_WORDS = {"int": "an integer", "str": "a name or expression", "float": "a number",
+               "bool": "true or false", "list": "a list", "dict": "a mapping"}
+
+
+def _union_alternatives(errors: list[dict], first: dict) -> list[str]:
+    """The union members (pydantic's type tags, like 'int' and 'str') that each refused the
+    value `first` reports on; [] when `first` is not one of such a group."""
+    tag = first["loc"][-1] if first["loc"] else None
+    if not (isinstance(tag, str) and (tag in _TYPE_WORDS or "[" in tag)):
+        return []
+    return [x["loc"][-1] for x in errors
+            if x["loc"][:-1] == first["loc"][:-1] and x.get("input") is first.get("input")
+            and isinstance(x["loc"][-1], str)
+            and (x["loc"][-1] in _TYPE_WORDS or "[" in x["loc"][-1])]
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -53,6 +53,14 @@ def names_of(option: str, value: str, example: str) -> list[str]:
     return names
 
 
+def one_gpu(value: str, command: str) -> str:
+    """The one GPU spec `command` runs on; RooflabError for a comma-separated list."""
+    if len(split_list(value)) > 1:
+        raise RooflabError(f"--hardware {value}: {command} takes one GPU (predict, report, "
+                           "serve and sweep compare several)")
+    return value
+
+
 def check_output(option: str, path: str, force: bool, make_parents: bool = False) -> None:
     """Refuse, before any work, an output path that could not be written or would lose a
     file: a name too long, a folder that is missing (unless `make_parents`) or is a file, a

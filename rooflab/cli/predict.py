@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from rooflab.cli.common import (INPUT_HELP, PHASE_HELP, app, check_output, launch_modes, names_of,
-                                split_list, user_errors)
+                                one_gpu, split_list, user_errors)
 from rooflab.errors import RooflabError
 from rooflab.terminal import printable
 
@@ -134,8 +134,8 @@ def fusions(
         if len(pair) != 2:
             raise RooflabError(f"--compare {compare}: expected BASELINE,SCHEDULE, like inductor,fused")
         baseline, schedule = pair
+    hw = api.load_hardware(one_gpu(hardware, "fusions"))
     graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
-    hw = api.load_hardware(hardware)
     modes = launch_modes(launch)
     if len(modes) != 1:
         raise RooflabError(f"--launch {launch}: fusions takes one launch mode, eager, graph or compiled")

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from rooflab.cli.common import INPUT_HELP, PHASE_HELP, app, check_output, split_list, user_errors
+from rooflab.cli.common import (INPUT_HELP, PHASE_HELP, app, check_output, one_gpu, split_list,
+                                user_errors)
 from rooflab.errors import RooflabError
 from rooflab.terminal import printable
 
@@ -46,7 +47,7 @@ def validate(
         check_output("--output", output, force, make_parents=True)
     if html:
         check_output("--html", html, force)
-    hw = api.load_hardware(hardware)
+    hw = api.load_hardware(one_gpu(hardware, "validate"))
     from rooflab.validate import torch_compare, tp_compare
     if tp or from_file and tp_compare.is_run_file(from_file):
         _validate_tp(hw, workload, gpu, from_file, output, force, phase or "decode",

@@ -63,6 +63,11 @@ def render_show(hw: Hardware) -> str:
     add("eager dispatch per op", spec.launch.eager_dispatch_us, "µs")
     add("graph launch per kernel", spec.launch.graph_launch_us, "µs")
     add("minimum kernel", spec.launch.min_kernel_us, "µs")
+    for label, fig in (("eager GEMM call", spec.launch.gemm_dispatch_us),
+                       ("eager view call (no kernel)", spec.launch.view_dispatch_us),
+                       ("nn.Module call beyond its ops", spec.launch.module_call_us)):
+        if fig:
+            add(label, fig, "µs")
     if spec.launch.triton_launch_us:
         add("Triton launch from Python (validation)", spec.launch.triton_launch_us, "µs")
     e = spec.efficiency

@@ -69,6 +69,10 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
                                "--phase and --set batch/seq/context/logit_tokens")
         unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep", "sp",
                                "layers"}
+        if "kv_dtype" in unknown:
+            raise RooflabError("--set kv_dtype: an hf: model's KV cache is traced in the model's "
+                               "dtype; a workload YAML with a kv_dtype parameter prices another "
+                               "(workloads/llama3_8b_decode.yaml)")
         if unknown:
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
                                "context, logit_tokens, layers, tp and ep (and sp, as --sp "

@@ -57,6 +57,17 @@ def _config_file(name_or_path: str) -> tuple[str, Path]:
         raise RooflabError(f"unknown model '{name_or_path}'" + did_you_mean(name_or_path, names)
                            + f"; bundled: {', '.join(names)} (or pass a path to a config.json)")
     p = Path(model_file(name_or_path))
+    if not p.exists():
+        # a Hub repository id ("meta-llama/Meta-Llama-3-8B") names the bundled config of it
+        for bundled_name in bundled_names():
+            bundled = MODEL_DIR / f"{bundled_name}.json"
+            if json.loads(bundled.read_text(encoding="utf-8")).get("_name_or_path") == name_or_path:
+                return bundled_name, bundled
+        hub_id = not name_or_path.endswith(".json") and name_or_path.count("/") == 1
+        raise RooflabError("no such file" + (", and no bundled model is that Hugging Face "
+                                             "repository (`rooflab models` lists them; nothing "
+                                             "is downloaded)" if hub_id else ""),
+                           file=name_or_path)
     if p.is_dir():
         if not (p / "config.json").is_file():
             raise RooflabError("folder holds no config.json", file=name_or_path)
