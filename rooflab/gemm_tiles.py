@@ -30,7 +30,7 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
 
 def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     """gemm_tile's (BM, BN) for a GEMM that is not skinny in N."""
-    bm_small = vwhere(m <= 16, 16, 64)
+    bm_small = skinny_rows(m)
     widths = [vwhere(m <= 16, w16, w64) for w16, w64 in ((64, 128), (32, 64), (16, 32))]
     fills = [_waves_filled(m, n, batch, bm_small, bn, sm_count) for bn in widths]
     best = vmax(vmax(fills[0], fills[1]), fills[2])
@@ -38,17 +38,26 @@ def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     # activation panel once more, which costs more than a partly filled last wave. The 15%
     # is relative: a grid that fills 3% of the SMs is not "within 15%" of one that fills 12%
     take_first = fills[0] >= 0.85 * best
-    bn_small = vwhere(take_first, widths[0],
-                      vwhere(fills[1] >= 0.85 * best, widths[1], widths[2]))
-    fill_small = vwhere(take_first, fills[0], vwhere(fills[1] >= 0.85 * best, fills[1], fills[2]))
+    take_second = fills[1] >= 0.85 * best
+    bn_small = vwhere(take_first, widths[0], vwhere(take_second, widths[1], widths[2]))
+    fill_small = vwhere(take_first, fills[0], vwhere(take_second, fills[1], fills[2]))
     # 128x256 only where N fills it: a 256-wide tile over N <= 128 would compute masked columns
     wide = (n > 128) & (-(-m // 128) * -(-n // 256) * batch >= sm_count)
     bn_large = vwhere(wide, 256, 128)
-    # up to 256 rows (a decode batch) the GEMM streams its weights: 64-row tiles are taken where
-    # 128-row ones leave SMs idle (M=128, N=4096: 32 tiles of 128x128 on 132 SMs, 128 of 64x64)
+    # up to 256 rows (a decode batch) the GEMM streams its weights: narrow tiles are taken
+    # where 128x128 ones leave SMs idle (M=128, N=4096: 32 tiles of 128x128 on 132 SMs, 128
+    # of 64x64)
     fill_large = _waves_filled(m, n, batch, 128, bn_large, sm_count)
     small = (m <= 64) | ((m <= SKINNY_M_MAX) & (fill_large < 0.85 * fill_small))
     return vwhere(small, bm_small, 128), vwhere(small, bn_small, bn_large)
+
+
+def skinny_rows(m: int) -> int:
+    """BM of a skinny GEMM's tile: 16 rows up to M=16, 64 up to 128, else 128. At most two row
+    tiles share each weight strip, launched side by side so the second reads it from L2 (Llama-3
+    down projection at M=160 on an H100: 81 µs on 128x64 tiles, 121 µs on three rows of 64x32;
+    lab/skinny_gemm/NOTES.md)."""
+    return vwhere(m <= 16, 16, vwhere(m <= 128, 64, 128))
 
 
 def _waves_filled(m: int, n: int, batch: int, bm: int, bn: int, sm_count: int) -> float:

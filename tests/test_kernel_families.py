@@ -254,9 +254,11 @@ def test_a_decode_batch_over_64_rows_is_tiled_to_fill_the_sms():
     from rooflab.gemm_tiles import gemm_tile, wave_efficiency
     assert gemm_tile(128, 4096, 1, 132) == (64, 64)
     assert wave_efficiency(128, 4096, 1, 132) == pytest.approx(128 / 132)
-    # 160 rows: 3 row tiles of 64; 64x32 makes 384 tiles, 3 waves of 132 (384/396 busy)
-    assert gemm_tile(160, 4096, 1, 132) == (64, 32)
-    assert wave_efficiency(160, 4096, 1, 132) == pytest.approx(384 / 396)
+    # 160 rows: 2 row tiles of 128 (not 3 of 64, which re-read each weight strip from HBM);
+    # 128x64 makes 128 tiles
+    assert gemm_tile(160, 4096, 1, 132) == (128, 64)
+    assert wave_efficiency(160, 4096, 1, 132) == pytest.approx(128 / 132)
+    assert gemm_tile(256, 4096, 1, 132) == (128, 64)
     # past 256 rows, or where 128-row tiles fill the SMs, the large tile stays
     assert gemm_tile(300, 4096, 1, 132) == (128, 128)
     assert gemm_tile(2048, 2048, 1, 132) == (128, 128)

@@ -8,7 +8,7 @@ There is no autotuning: compiling alternatives on the GPU would cost device time
 
 from __future__ import annotations
 
-from rooflab.gemm_tiles import gemm_tile
+from rooflab.gemm_tiles import SKINNY_M_MAX, gemm_tile
 
 # SMs of the GPU a persistent kernel is compiled for ahead of time, without a GPU (the H200's);
 # a run on a GPU uses that GPU's SM count.
@@ -39,13 +39,24 @@ def row_config(c: int, in_bytes_per_col: int = 2) -> dict:
     return dict(loop=False, BLOCK_C=block_c, num_warps=max(4, min(32, block_c // 1024)))
 
 
+# shared memory a skinny GEMM's pipeline stages may fill (an sm_90 block takes 227 KB; 64x128
+# tiles at BK 256 asked for 288 KB on an H100)
+SKINNY_SMEM_BYTES = 200 * 1024
+
+
 def gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = SM_COUNT_DEFAULT) -> dict:
     """Launch config of a generated GEMM, on the tile the cost model assumes (gemm_tiles.gemm_tile)."""
     bm, bn = gemm_tile(m, n, batch, sm_count)
-    if bm <= 64:
-        # skinny GEMMs stream weights: deep K tiles keep enough bytes in flight per SM
-        return dict(BM=bm, BN=bn, BK=256, GROUP=1, num_warps=4, num_stages=4 if bm == 16 else 3,
-                    split_epilogue=False)
+    if bm <= 64 or (m <= SKINNY_M_MAX and bn <= 64):
+        # skinny GEMMs stream weights: deep K tiles keep enough bytes in flight per SM, as deep
+        # as the stages' A and B tiles fit in shared memory; the row tiles of one weight strip
+        # run side by side (GROUP), so that all but one read it from L2
+        stages = 4 if bm == 16 else 3
+        bk = 256
+        while (bm + bn) * bk * 2 * stages > SKINNY_SMEM_BYTES:
+            bk //= 2
+        return dict(BM=bm, BN=bn, BK=bk, GROUP=-(-m // bm), num_warps=4 if bm <= 64 else 8,
+                    num_stages=stages, split_epilogue=False)
     # the epilogue runs on two half tiles in turn, so its loads need half the registers beside
     # the accumulator (2048³ with bias+GELU+residual on the H200: 33.0 µs, against 43.6 µs on
     # whole tiles)
