@@ -24,13 +24,15 @@ def load_workload(path: str | Path, sets: dict[str, int] | None = None,
     spot: `hf:NAME_OR_CONFIG` (with `phase`, default decode, and `sets` batch/seq/context) or
     `py:FILE.py:FACTORY` (with `inputs` like "x=[16,4096]:bf16"); see rooflab/trace/source.py."""
     from rooflab.trace import source
+    if str(path).startswith("hf:"):
+        return source.load(str(path), sets, phase if phase is not None else "decode", inputs)
+    if phase not in (None, "decode"):
+        raise RooflabError(f"--phase is for hf: models; {path} is one step (its sizes are set "
+                           "with --set)")
     if source.is_program(str(path)):
-        return source.load(str(path), sets, phase or "decode", inputs)
+        return source.load(str(path), sets, "decode", inputs)
     if inputs:
         raise RooflabError("--input is for py: sources; a workload file declares its tensors")
-    if phase is not None:
-        raise RooflabError(f"--phase is for hf: models; the workload file {path} is one step "
-                           "(its parameters are set with --set)")
     return workload.load(str(path), sets)
 
 

@@ -30,17 +30,16 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
 
 def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     """gemm_tile's (BM, BN) for a GEMM that is not skinny in N."""
-    bm_small = skinny_rows(m)
-    widths = [vwhere(m <= 16, w16, w64) for w16, w64 in ((64, 128), (32, 64), (16, 32))]
-    fills = [_waves_filled(m, n, batch, bm_small, bn, sm_count) for bn in widths]
-    best = vmax(vmax(fills[0], fills[1]), fills[2])
-    # the widest tile within 15% of the best fill: every narrower tile re-reads the whole
-    # activation panel once more, which costs more than a partly filled last wave. The 15%
-    # is relative: a grid that fills 3% of the SMs is not "within 15%" of one that fills 12%
-    take_first = fills[0] >= 0.85 * best
-    take_second = fills[1] >= 0.85 * best
-    bn_small = vwhere(take_first, widths[0], vwhere(take_second, widths[1], widths[2]))
-    fill_small = vwhere(take_first, fills[0], vwhere(take_second, fills[1], fills[2]))
+    bm_one = skinny_rows(m)
+    # two row tiles of half the rows, where they fill the SMs better (M=64, N=1024: 32 tiles
+    # of 64x32, 64 of 32x32), so that a GEMM of a few rows more never fills them better
+    bm_two = vwhere(m <= 32, 16, vwhere(m <= 64, 32, vwhere(m <= 128, 64, 128)))
+    bn_one, fill_one, best_one = _narrowed(m, n, batch, bm_one, sm_count)
+    bn_two, fill_two, best_two = _narrowed(m, n, batch, bm_two, sm_count)
+    two = 0.85 * best_two > best_one
+    bm_small = vwhere(two, bm_two, bm_one)
+    bn_small = vwhere(two, bn_two, bn_one)
+    fill_small = vwhere(two, fill_two, fill_one)
     # 128x256 only where N fills it: a 256-wide tile over N <= 128 would compute masked columns
     wide = (n > 128) & (-(-m // 128) * -(-n // 256) * batch >= sm_count)
     bn_large = vwhere(wide, 256, 128)
@@ -50,6 +49,20 @@ def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     fill_large = _waves_filled(m, n, batch, 128, bn_large, sm_count)
     small = (m <= 64) | ((m <= SKINNY_M_MAX) & (fill_large < 0.85 * fill_small))
     return vwhere(small, bm_small, 128), vwhere(small, bn_small, bn_large)
+
+
+def _narrowed(m: int, n: int, batch: int, bm: int, sm_count: int):
+    """(BN, its fill, the best fill) of a skinny tile BM rows high: the widest of three widths
+    within 15% of the best fill. Every narrower tile re-reads the whole activation panel once
+    more, which costs more than a partly filled last wave; the 15% is relative, so a grid that
+    fills 3% of the SMs is not "within 15%" of one that fills 12%."""
+    widths = [vwhere(bm <= 16, w16, w64) for w16, w64 in ((64, 128), (32, 64), (16, 32))]
+    fills = [_waves_filled(m, n, batch, bm, bn, sm_count) for bn in widths]
+    best = vmax(vmax(fills[0], fills[1]), fills[2])
+    take_first = fills[0] >= 0.85 * best
+    take_second = fills[1] >= 0.85 * best
+    bn = vwhere(take_first, widths[0], vwhere(take_second, widths[1], widths[2]))
+    return bn, vwhere(take_first, fills[0], vwhere(take_second, fills[1], fills[2])), best
 
 
 def skinny_rows(m: int) -> int:

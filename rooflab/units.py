@@ -7,21 +7,23 @@ import math
 
 def _scaled(x: float, units: list[tuple[float, str]], digits: int = 3) -> str:
     """`x` in the largest of `units` (descending (scale, name) pairs) it reaches, to `digits`
-    significant digits; a value that rounds up to 1000 moves to the next unit (999.7e9 FLOP
-    is "1 TFLOP", not "1e+03 GFLOP")."""
+    significant digits; a value that rounds up to 1000 moves to the next unit where that one
+    is 1000 times larger (999.7e9 FLOP is "1 TFLOP", not "1e+03 GFLOP")."""
     if x == 0:
         return "0 " + units[-1][1]
-    if math.isinf(x):
-        return "inf"
+    if math.isinf(x) or math.isnan(x):
+        return str(x)
     for i, (scale, name) in enumerate(units):
-        if abs(x) >= scale:
+        if abs(x) >= scale or i == len(units) - 1:
             v = x / scale
-            if i and abs(float(f"{v:.{digits}g}")) >= 1000:
+            rounds_up = abs(float(f"{v:.{digits}g}")) >= 1000
+            if rounds_up and i and units[i - 1][0] == scale * 1000:
                 scale, name = units[i - 1]
                 v = x / scale
-            return f"{v:.{digits}g} {name}" if abs(v) < 1000 else f"{v:.0f} {name}"
-    scale, name = units[-1]
-    return f"{x / scale:.{digits}g} {name}"
+            elif rounds_up:
+                return f"{v:.0f} {name}"
+            return f"{v:.{digits}g} {name}"
+    raise AssertionError("unreachable: the last unit always formats")
 
 
 def format_bytes(n: float) -> str:
@@ -41,10 +43,10 @@ def format_rate(n: float, unit: str = "FLOP/s") -> str:
 def format_time(s: float) -> str:
     if s == 0:
         return "0"
+    if abs(s) < 1e-12:          # a view's share of a launch: nothing a reader can act on
+        return "<0.001 ns"
     if s < 0:                   # a fusion that costs time: "-2.76 µs", not "-2.76e+03 ns"
         return "-" + format_time(-s)
-    if s < 1e-12:               # a view's share of a launch: nothing a reader can act on
-        return "<0.001 ns"
     return _scaled(s, [(1, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")])
 
 

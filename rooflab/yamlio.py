@@ -192,8 +192,9 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
         # ("launch.min_kernel_us: ...") is reported at that place's line
         msg = msg.removeprefix("Value error, ")
         head, sep, rest = msg.partition(": ")
-        path = tuple(int(k) if k.isdigit() else k for k in head.replace("[", ".").replace(
-            "]", "").split(".")) if sep and " " not in head else ()
+        keys = head.replace("[", ".").replace("]", "").split(".") if sep and " " not in head \
+            else []
+        path = tuple(int(k) if k.isascii() and k.isdecimal() else k for k in keys)
         if path and doc.line_of(loc + path[:1]) != doc.line_of(loc):
             loc, msg = loc + path, rest
     elif e["type"] == "extra_forbidden":
@@ -217,10 +218,15 @@ def _union_alternatives(errors: list[dict], first: dict) -> list[str]:
     tag = first["loc"][-1] if first["loc"] else None
     if not (isinstance(tag, str) and (tag in _TYPE_WORDS or "[" in tag)):
         return []
-    return [x["loc"][-1] for x in errors
-            if x["loc"][:-1] == first["loc"][:-1] and x.get("input") is first.get("input")
-            and isinstance(x["loc"][-1], str)
-            and (x["loc"][-1] in _TYPE_WORDS or "[" in x["loc"][-1])]
+    group = [x for x in errors
+             if x["loc"][:-1] == first["loc"][:-1] and x.get("input") is first.get("input")
+             and isinstance(x["loc"][-1], str)
+             and (x["loc"][-1] in _TYPE_WORDS or "[" in x["loc"][-1])]
+    # each member refuses in its own way; keys that merely share a tag's name ({int: 7, str: 7}
+    # under a mapping of records) fail alike
+    if len({x["type"] for x in group}) < 2:
+        return []
+    return [x["loc"][-1] for x in group]
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -265,12 +265,24 @@ def test_a_decode_batch_over_64_rows_is_tiled_to_fill_the_sms():
     assert gemm_tile(128, 14336, 1, 132) == (128, 128)   # 112 tiles: 64-row ones fill no better
 
 
-def test_a_decode_step_does_not_get_faster_as_its_batch_grows():
-    # Llama-3-8B decode, fused + CUDA graph on the H100's datasheet spec: the step at batch 128
-    # had cost 23.1 ms against 18.8 ms at 160 (the down projection's 32 tiles of 128x128)
-    steps = [api.predict("llama3_8b_decode", "h100-sxm", "fused", "graph",
-                         {"batch": b, "context": 1152}).totals.time_s for b in (64, 96, 128, 160, 192)]
+@pytest.mark.parametrize("gpu", ["h100-sxm", "a100-sxm-80gb"])
+def test_a_decode_step_does_not_get_faster_as_its_batch_grows(gpu):
+    # Llama-3-8B decode, fused + CUDA graph: on the H100 the step at batch 128 had cost 23.1 ms
+    # against 18.8 ms at 160 (the down projection's 32 tiles of 128x128), and batch 66 had
+    # filled the SMs better than 64 (the k/v projections, N=1024, one row tile of 64)
+    batches = (32, 33, 48, 63, 64, 65, 66, 72, 96, 128, 129, 160, 192, 256)
+    steps = [api.predict("llama3_8b_decode", gpu, "fused", "graph",
+                         {"batch": b, "context": 1152}).totals.time_s for b in batches]
     assert steps == sorted(steps)
+
+
+def test_a_few_rows_take_two_row_tiles_where_they_fill_the_sms_better():
+    from rooflab.gemm_tiles import gemm_tile, wave_efficiency
+    # M=64, N=1024: one row tile of 64 fills 32 of 132 SMs (64x32); two of 32 fill 64
+    assert gemm_tile(64, 1024, 1, 132) == (32, 32)
+    assert wave_efficiency(64, 1024, 1, 132) == pytest.approx(64 / 132)
+    assert gemm_tile(66, 1024, 1, 132) == (64, 32)      # as many tiles: M=66 is no faster
+    assert gemm_tile(64, 4096, 1, 132) == (64, 32)      # one row tile fills them already
 
 
 def test_a_row_gather_pays_per_index_by_hand(write_yaml, h200):

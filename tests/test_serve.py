@@ -87,8 +87,8 @@ def test_parse_sizes():
 @pytest.mark.parametrize("args, message", [
     (["--batch", "0"], "--batch '0': sizes must be positive"),
     (["-H", "h999"], "unknown hardware 'h999'"),
-    (["--max-tpot", "fast"], "--max-tpot 'fast': give a unit, as in 50ms"),
-    (["--max-tpot", "50"], "--max-tpot '50': give a unit, as in 50ms"),     # not 50 s
+    (["--max-tpot", "fast"], "--max-tpot 'fast': expected a time with a unit"),
+    (["--max-tpot", "50"], "--max-tpot '50': expected a time with a unit"),     # not 50 s
     (["--max-ttft", "xs"], "--max-ttft 'xs': expected a time"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args, message):

@@ -55,10 +55,11 @@ def names_of(option: str, value: str, example: str) -> list[str]:
 
 def one_gpu(value: str, command: str) -> str:
     """The one GPU spec `command` runs on; RooflabError for a comma-separated list."""
-    if len(split_list(value)) > 1:
+    names = split_list(value)
+    if len(names) > 1:
         raise RooflabError(f"--hardware {value}: {command} takes one GPU (predict, report, "
                            "serve and sweep compare several)")
-    return value
+    return names[0] if names else value
 
 
 def check_output(option: str, path: str, force: bool, make_parents: bool = False) -> None:

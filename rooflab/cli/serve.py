@@ -68,13 +68,14 @@ def _duration(option: str, text: str | None) -> float | None:
     milliseconds and TTFTs in seconds, so either reading of "50" would surprise someone."""
     if text is None:
         return None
-    t = text.strip().lower()
+    t = text.strip().lower().replace("\u03bc", "\u00b5")      # Greek mu, as the micro sign
     for unit, scale in (("ms", 1e-3), ("us", 1e-6), ("µs", 1e-6), ("s", 1.0)):
         if t.endswith(unit):
             t, factor = t[: -len(unit)], scale
             break
     else:
-        raise RooflabError(f"{option} {text!r}: give a unit, as in 50ms or 0.05s")
+        raise RooflabError(f"{option} {text!r}: expected a time with a unit (ms, us or s), "
+                           "as in 50ms or 0.05s")
     try:
         v = float(t) * factor
     except ValueError:

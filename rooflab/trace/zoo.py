@@ -59,11 +59,13 @@ def _config_file(name_or_path: str) -> tuple[str, Path]:
     p = Path(model_file(name_or_path))
     if not p.exists():
         # a Hub repository id ("meta-llama/Meta-Llama-3-8B") names the bundled config of it
-        for bundled_name in bundled_names():
+        hub_id = (not name_or_path.endswith(".json") and name_or_path.count("/") == 1
+                  and not name_or_path.startswith((".", "/", "~")))
+        for bundled_name in bundled_names() if hub_id else ():
             bundled = MODEL_DIR / f"{bundled_name}.json"
-            if json.loads(bundled.read_text(encoding="utf-8")).get("_name_or_path") == name_or_path:
+            repo = json.loads(bundled.read_text(encoding="utf-8")).get("_name_or_path", "")
+            if repo.casefold() == name_or_path.casefold():      # Hub ids ignore case
                 return bundled_name, bundled
-        hub_id = not name_or_path.endswith(".json") and name_or_path.count("/") == 1
         raise RooflabError("no such file" + (", and no bundled model is that Hugging Face "
                                              "repository (`rooflab models` lists them; nothing "
                                              "is downloaded)" if hub_id else ""),

@@ -47,7 +47,8 @@ SKINNY_SMEM_BYTES = 200 * 1024
 def gemm_config(m: int, n: int, k: int, batch: int, sm_count: int = SM_COUNT_DEFAULT) -> dict:
     """Launch config of a generated GEMM, on the tile the cost model assumes (gemm_tiles.gemm_tile)."""
     bm, bn = gemm_tile(m, n, batch, sm_count)
-    if bm <= 64 or (m <= SKINNY_M_MAX and bn <= 64):
+    transposed = n <= 64 and m > n                 # a skinny-N GEMM, tiled as its transpose
+    if bm <= 64 or (m <= SKINNY_M_MAX and bn <= 64 and not transposed):
         # skinny GEMMs stream weights: deep K tiles keep enough bytes in flight per SM, as deep
         # as the stages' A and B tiles fit in shared memory; the row tiles of one weight strip
         # run side by side (GROUP), so that all but one read it from L2
