@@ -126,11 +126,11 @@ def test_leading_dims_fold_into_m_as_cublas_runs_them(h200):
     # dims), not 32 GEMMs of one row: both forms price the same
     folded, flat = _mm([32, 1, 7168], h200), _mm([32, 7168], h200)
     assert folded.time_s == flat.time_s and folded.memory_s == flat.memory_s
-    # M = 32 takes 64-row tiles; 32-wide ones (16 tiles) fill 16 of 132 SMs, and 64- and
-    # 128-wide ones (8 and 4 tiles) fill less than 85% of that: 16/132 of the bandwidth
+    # M = 32: one row tile of 64 fills at most 16 of 132 SMs (32 wide: 16 tiles); two row
+    # tiles of 16, 16 wide, make 2 x 32 = 64 tiles: 64/132 of the bandwidth
     moved = 32 * 7168 * BF16 + 7168 * 512 * BF16 + 32 * 512 * BF16      # 7,831,552 bytes
     assert flat.hbm_read_bytes + flat.hbm_write_bytes == moved
-    assert flat.memory_s == pytest.approx(moved / h200.hbm_rate_for(moved) / (16 / 132))
+    assert flat.memory_s == pytest.approx(moved / h200.hbm_rate_for(moved) / (64 / 132))
 
 
 def test_a_batched_weight_is_still_a_batch_of_gemms():
