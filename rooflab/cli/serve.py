@@ -55,7 +55,7 @@ def serve_cmd(
     title = ""
     if any(v is not None for v in limits):
         table = serve.best_under(table, *limits)
-        title = (f"{table.meta['model']}: the batch with the most tokens/s "
+        title = ("the batch with the most tokens/s "
                  + " and ".join(f"{n} <= {t}" for n, t in (("TPOT", max_tpot), ("TTFT", max_ttft))
                                 if t))
         if not len(table):

@@ -19,7 +19,8 @@ def _rate(v: float) -> str:
 
 
 def render(table: ServeTable, title: str = "") -> str:
-    """Right-aligned columns: the configuration, TTFT, TPOT, latency, tokens/s (per GPU and
+    """`title` (after the model's name and its GPU; default: the schedule and launch mode),
+    then right-aligned columns: the configuration, TTFT, TPOT, latency, tokens/s (per GPU and
     per request) and memory against HBM; a configuration that does not fit says why."""
     several = {c: len(set(table.columns[c])) > 1 for c in ("gpu", "schedule", "launch", "variant")}
     cols = [c for c in ("gpu", "schedule", "launch", "variant") if several[c]]
@@ -38,8 +39,12 @@ def render(table: ServeTable, title: str = "") -> str:
             [_rate(r["total_tokens_per_s"])] if several_gpus else []) + [mem,
             "" if r["fits"] else f"does not fit: {r['why']}"])
     meta = table.meta
-    lines = [printable(title) if title else printable( f"{meta.get('model', '')}: serving, {meta.get('schedule', '')} schedule, "
-             f"{meta.get('launch', '')} launch ({meta.get('method', '')})")]
+    # one GPU has no column of its own: the title names it
+    subject = meta.get("model", "") + (f" on {table.columns['gpu'][0]}"
+                                       if len(table) and not several["gpu"] else "")
+    lines = [printable(f"{subject}: {title}" if title else
+                       f"{subject}: serving, {meta.get('schedule', '')} schedule, "
+                       f"{meta.get('launch', '')} launch ({meta.get('method', '')})")]
     lines.append(grid(head, body, left=set(range(len(cols))) | {len(head) - 1}))
     groups = [(f"{meta[k]} {what}") for k, what in (("tp", "tensor-parallel"),
               ("ep", "expert-parallel groups"), ("dp", "data-parallel replicas"))
