@@ -30,7 +30,7 @@ def gemm_tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
 
 def _tile(m: int, n: int, batch: int, sm_count: int) -> tuple[int, int]:
     """gemm_tile's (BM, BN) for a GEMM that is not skinny in N."""
-    bm_one = skinny_rows(m)
+    bm_one = _skinny_rows(m)
     # two row tiles of half the rows, where they fill the SMs better (M=64, N=1024: 32 tiles
     # of 64x32, 64 of 32x32), so that a GEMM of a few rows more never fills them better
     bm_two = vwhere(m <= 32, 16, vwhere(m <= 64, 32, vwhere(m <= 128, 64, 128)))
@@ -65,11 +65,10 @@ def _narrowed(m: int, n: int, batch: int, bm: int, sm_count: int):
     return bn, vwhere(take_first, fills[0], vwhere(take_second, fills[1], fills[2])), best
 
 
-def skinny_rows(m: int) -> int:
-    """BM of a skinny GEMM's tile: 16 rows up to M=16, 64 up to 128, else 128. At most two row
-    tiles share each weight strip, launched side by side so the second reads it from L2 (Llama-3
-    down projection at M=160 on an H100: 81 µs on 128x64 tiles, 121 µs on three rows of 64x32;
-    lab/skinny_gemm/NOTES.md)."""
+def _skinny_rows(m: int) -> int:
+    """BM of a skinny GEMM's tile: 16 rows up to M=16, 64 up to 128, else 128, so that at most
+    two row tiles share a weight strip: side by side, the second reads it from L2, where more
+    row tiles read it again from HBM (lab/skinny_gemm/NOTES.md)."""
     return vwhere(m <= 16, 16, vwhere(m <= 128, 64, 128))
 
 

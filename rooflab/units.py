@@ -13,17 +13,15 @@ def _scaled(x: float, units: list[tuple[float, str]], digits: int = 3) -> str:
         return "0 " + units[-1][1]
     if math.isinf(x) or math.isnan(x):
         return str(x)
-    for i, (scale, name) in enumerate(units):
-        if abs(x) >= scale or i == len(units) - 1:
-            v = x / scale
-            rounds_up = abs(float(f"{v:.{digits}g}")) >= 1000
-            if rounds_up and i and units[i - 1][0] == scale * 1000:
-                scale, name = units[i - 1]
-                v = x / scale
-            elif rounds_up:
-                return f"{v:.0f} {name}"
-            return f"{v:.{digits}g} {name}"
-    raise AssertionError("unreachable: the last unit always formats")
+    i = next((i for i, (scale, _) in enumerate(units) if abs(x) >= scale), len(units) - 1)
+    scale, name = units[i]
+    v = x / scale
+    if abs(float(f"{v:.{digits}g}")) >= 1000:
+        if not (i and units[i - 1][0] == scale * 1000):
+            return f"{v:.0f} {name}"
+        scale, name = units[i - 1]
+        v = x / scale
+    return f"{v:.{digits}g} {name}"
 
 
 def format_bytes(n: float) -> str:

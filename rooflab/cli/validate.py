@@ -50,8 +50,8 @@ def validate(
     hw = api.load_hardware(one_gpu(hardware, "validate"))
     from rooflab.validate import torch_compare, tp_compare
     if tp or from_file and tp_compare.is_run_file(from_file):
-        _validate_tp(hw, workload, gpu, from_file, output, force, phase if phase is not None else "decode",
-                     wl.parse_sets(sets), tp)
+        _validate_tp(hw, workload, gpu, from_file, output, force,
+                     "decode" if phase is None else phase, wl.parse_sets(sets), tp)
         return
     if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
         _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
