@@ -191,49 +191,52 @@ def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in
     """Memory columns (bytes, per batch) of serving input + output tokens under `schedule` (a
     tensor a fused kernel keeps on chip takes no memory). With `chunk`, the prefill's
     activations are those of its last full chunk."""
+    n = n_in + n_out
+    if chunk is not None and chunk < n_in:
+        first = n_in - n_in % chunk if n_in % chunk else n_in
+        prefill = (lambda bb, cc: steps.extend(bb, chunk, cc)), first, "context"
+    else:
+        prefill = steps.prefill, n_in, "seq"
+    # a tensor's role depends on which sizes its shape follows, not on the batch: worked out
+    # once, at batch 1, from probes one size larger
+    dec_roles = _roles(steps.decode, n, "context", set())
+    kv_names = {t for t, r in dec_roles.items() if r is memory.TensorRole.KV_CACHE}
+    pre_roles = _roles(prefill[0], prefill[1], prefill[2], kv_names)
+
+    def at(b) -> dict:
+        dec = _step_memory(steps.decode(b, n), dec_roles, hw, schedule, True)
+        pre = _step_memory(prefill[0](b, prefill[1]), pre_roles, hw, schedule, False)
+        act = np.maximum(pre.activation_peak_bytes + pre.input_bytes,
+                         dec.activation_peak_bytes + dec.input_bytes)
+        return dict(weights_bytes=dec.weights_bytes, kv_cache_bytes=dec.kv_cache_bytes,
+                    activation_bytes=act, workspace_bytes=dec.workspace_bytes)
     part = grid.grid({"batch": batches})
-    answers = grid.evaluate(part, lambda p: _memory_at(steps, hw, schedule, p["batch"], n_in,
-                                                       n_out, chunk))
+    answers = grid.evaluate(part, lambda p: at(p["batch"]))
     return {k: grid.gather(answers, len(batches), lambda a, k=k: a[k]) for k in _MEMORY}
 
 
 _MEMORY = ("weights_bytes", "kv_cache_bytes", "activation_bytes", "workspace_bytes")
 
 
-def _memory_at(steps: Steps, hw: Hardware, schedule: str, b, n_in: int, n_out: int,
-               chunk: int | None) -> dict:
-    """`_memory`'s columns at batch `b` (an int or grid Values)."""
+def _roles(step: Callable[..., Graph], size: int, size_name: str,
+           kv_names: set[str]) -> dict[str, memory.TensorRole]:
+    """The role of each tensor of `step(batch, size)`, from probes at batch 2 and at size + 1;
+    the tensors named in `kv_names` (what the decode step attends over) are the KV cache."""
+    roles = memory.tensor_roles(step(1, size), {"batch": step(2, size),
+                                                size_name: step(1, size + 1)})
+    roles.update({t: memory.TensorRole.KV_CACHE for t in kv_names if t in roles})
+    return roles
 
-    kv_names: set[str] = set()
 
-    def one(step, sizes, probes, outputs_counted: bool):
-        g = step(*sizes)
-        roles = memory.tensor_roles(g, {k: step(*p) for k, p in probes.items()})
-        # what the decode step attends over is the KV cache in every step that has it
-        roles.update({t: memory.TensorRole.KV_CACHE for t in kv_names if t in roles})
-        kv_names.update(t for t, r in roles.items() if r is memory.TensorRole.KV_CACHE)
-        low = lowering.lower(g, hw)
-        sched = schedule_lib.build(low.graph, schedule, hw)
-        free = memory.on_chip_tensors(sched)
-        if not outputs_counted:
-            # a workload's prefill (or chunk) returns the k/v it writes (the KV cache, counted
-            # apart) and the last token's logits
-            free = free | g.outputs
-        return memory.step_memory(g, roles, on_chip=free)
-    n = n_in + n_out
-    dec = one(steps.decode, (b, n), {"batch": (b + 1, n), "context": (b, n + 1)}, True)
-    if chunk is not None and chunk < n_in:
-        c = n_in - n_in % chunk if n_in % chunk else n_in
-        pre = one(lambda bb, cc: steps.extend(bb, chunk, cc), (b, c),
-                  {"batch": (b + 1, c), "context": (b, c + 1)}, False)
-        pre_act = pre.activation_peak_bytes + pre.input_bytes
-    else:
-        pre = one(steps.prefill, (b, n_in), {"batch": (b + 1, n_in), "seq": (b, n_in + 1)},
-                  False)
-        pre_act = pre.activation_peak_bytes + pre.input_bytes
-    act = np.maximum(pre_act, dec.activation_peak_bytes + dec.input_bytes)
-    return dict(weights_bytes=dec.weights_bytes, kv_cache_bytes=dec.kv_cache_bytes,
-                activation_bytes=act, workspace_bytes=dec.workspace_bytes)
+def _step_memory(g: Graph, roles: dict, hw: Hardware, schedule: str,
+                 outputs_counted: bool) -> memory.StepMemory:
+    """memory.step_memory of step `g` under `schedule` on `hw`."""
+    free = memory.on_chip_tensors(schedule_lib.build(lowering.lower(g, hw).graph, schedule, hw))
+    if not outputs_counted:
+        # a workload's prefill (or chunk) returns the k/v it writes (the KV cache, counted
+        # apart) and the last token's logits
+        free = free | g.outputs
+    return memory.step_memory(g, roles, on_chip=free)
 
 
 # Largest batch `largest_batch` looks for: beyond it the answer is given as this bound.
