@@ -46,6 +46,15 @@ class Tensor:
         object.__setattr__(self, "numel", n)
         object.__setattr__(self, "nbytes", self.dtype.nbytes(n))
 
+    def renamed(self, name: str) -> Tensor:
+        """This tensor under another name; its sizes are copied, not worked out again (they
+        may be grid Values, whose arithmetic is costly)."""
+        t = object.__new__(Tensor)
+        for slot in Tensor.__slots__:
+            object.__setattr__(t, slot, getattr(self, slot))
+        object.__setattr__(t, "name", name)
+        return t
+
 
 @dataclass(frozen=True, slots=True)
 class Op:

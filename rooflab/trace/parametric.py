@@ -85,8 +85,16 @@ class ParametricStep:
             if v is None:
                 v = memo[f] = f.at(x, y)
             return v
-        tensors = {n: _scaled(self.template.tensors[n], tuple(at(f) for f in fits))
-                   for n, fits in self.shapes.items()}
+        # the layers' tensors repeat: each distinct (template layout, fits) is sized once
+        sized: dict[tuple, Tensor] = {}
+        tensors = {}
+        for n, fits in self.shapes.items():
+            t = self.template.tensors[n]
+            key = (fits, t.shape, t.strides, t.dtype.name)
+            proto = sized.get(key)
+            if proto is None:
+                proto = sized[key] = _scaled(t, tuple(at(f) for f in fits))
+            tensors[n] = proto.renamed(n)
         ops = []
         for op, attrs, gemm in zip(self.template.ops, self.attrs, self.gemm):
             new = {k: (at(v) if isinstance(v, Fit)
