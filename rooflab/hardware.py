@@ -106,7 +106,10 @@ class Curve(_Strict):
 
 
 class MemorySpec(_Strict):
-    hbm_gb: Figure                    # decimal GB
+    hbm_gb: Figure                    # decimal GB, as the vendor quotes it
+    # decimal GB one process can allocate: the CUDA driver's total (torch.cuda's
+    # total_memory), where measured; a vendor's "141 GB" is nearer GiB. Fit checks use it.
+    usable_gb: Figure | None = None
     hbm_tb_per_s: Figure              # decimal TB/s
     l2_mb: Figure                     # as the vendor or driver reports it (MB)
     l2_tb_per_s: Figure | None = None
@@ -335,6 +338,7 @@ class Hardware:
     link_efficiency: float
     weight_only_gemm: frozenset[str]
     hbm_curve: tuple[tuple[float, float], ...] = ()   # (bytes moved, fraction of peak)
+    usable_bytes: float | None = None                 # one process can allocate (else hbm)
     sfu_ops_per_s: float | None = None                # special-function-unit results per second
     dequant_weights_per_s: float | None = None        # int weights dequantized in registers /s
     attention_efficiency: float | None = None         # tensor efficiency inside FlashAttention
@@ -366,6 +370,12 @@ class Hardware:
     gemm_overlap: float = 0.0
     source_file: str = ""
     spec: HardwareFile | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def allocatable_bytes(self) -> float:
+        """Bytes one process can allocate on the GPU: the driver's total where the spec
+        measured it, else the vendor's HBM capacity."""
+        return self.usable_bytes or self.hbm_bytes
 
     def has_gemm_path(self, family: str) -> bool:
         return family in self.tensor_flops_per_s
@@ -508,6 +518,7 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         tensor_flops_per_s={k: f.value * 1e12 for k, f in spec.tensor_tflops.items()},
         vector_flops_per_s={k: f.value * 1e12 for k, f in spec.vector_tflops.items()},
         hbm_bytes=m.hbm_gb.value * 1e9,
+        usable_bytes=m.usable_gb.value * 1e9 if m.usable_gb else None,
         hbm_bytes_per_s=m.hbm_tb_per_s.value * 1e12,
         l2_bytes=m.l2_mb.value * 1e6,
         l2_bytes_per_s=m.l2_tb_per_s.value * 1e12 if m.l2_tb_per_s else None,

@@ -14,8 +14,9 @@ Static batching: the batch's requests start and end together; nothing is shared 
 
 Memory on the GPU: the weights, the KV cache of batch x (input + output) tokens, the largest
 activation peak of the prefill and the last decode step, their other inputs, and a workspace
-allowance (rooflab.memory). A configuration over the GPU's HBM is reported as not fitting, with
-what takes the memory, and is not priced.
+allowance (rooflab.memory). A configuration over what one process can allocate on the GPU
+(Hardware.allocatable_bytes) is reported as not fitting, with what takes the memory, and is
+not priced.
 
 Every step is priced by the one cost model over a grid of sizes at once (rooflab.grid): all
 batches x decode steps of one (GPU, input, output) are one prediction.
@@ -245,18 +246,19 @@ MAX_BATCH = 65_536
 
 def largest_batch(steps: Steps, hw: Hardware, schedule: str, n_in: int, n_out: int,
                   chunk: int | None = None) -> int:
-    """The largest batch whose memory fits in `hw`'s HBM at input + output tokens (0 when not
-    even one sequence fits), found by pricing the memory of every batch up to a bound: the
-    batches the KV cache alone leaves room for."""
+    """The largest batch whose memory fits in what `hw` can allocate at input + output tokens
+    (0 when not even one sequence fits), found by pricing the memory of every batch up to a
+    bound: the batches the KV cache alone leaves room for."""
     two = _memory(steps, hw, schedule, np.array([1, 2]), n_in, n_out, chunk)
     total = sum(two.values())
-    if total[0] > hw.hbm_bytes:
+    if total[0] > hw.allocatable_bytes:
         return 0
     per_seq = total[1] - total[0]
-    top = MAX_BATCH if per_seq <= 0 else int(min(MAX_BATCH, (hw.hbm_bytes - total[0]) // per_seq
-                                                  + 1))
+    room = hw.allocatable_bytes - total[0]
+    top = MAX_BATCH if per_seq <= 0 else int(min(MAX_BATCH, room // per_seq + 1))
     b = np.arange(1, max(top, 1) + 1)
-    fits = sum(_memory(steps, hw, schedule, b, n_in, n_out, chunk).values()) <= hw.hbm_bytes
+    memory_bytes = sum(_memory(steps, hw, schedule, b, n_in, n_out, chunk).values())
+    fits = memory_bytes <= hw.allocatable_bytes
     return int(b[fits].max())
 
 
@@ -290,7 +292,7 @@ def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
     n = len(batches)
     mem = _memory(steps, hw, schedule, batches, n_in, n_out, chunk)
     total = sum(mem.values())
-    fits = total <= hw.hbm_bytes
+    fits = total <= hw.allocatable_bytes
     ttft = _prefill_times(steps, hw, batches, n_in, chunk, schedule, launch)
     if n_out > 1:
         ctx = (np.arange(1, n_out) + n_in) if kv == "growing" else np.array([n_in + n_out])
@@ -309,18 +311,18 @@ def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
         launch=np.array([launch] * n, dtype=object), variant=np.array([""] * n, dtype=object),
         gpus=np.full(n, float(tp * ep * dp)), batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
         output_tokens=np.full(n, float(n_out)), fits=fits, **mem, memory_bytes=total,
-        hbm_bytes=np.full(n, float(hw.hbm_bytes)), ttft_s=priced(ttft), tpot_s=priced(tpot),
+        hbm_bytes=np.full(n, float(hw.allocatable_bytes)), ttft_s=priced(ttft), tpot_s=priced(tpot),
         latency_s=priced(latency), tokens_per_s=priced(batches * n_out / latency / tp),
         tokens_per_s_per_request=priced(n_out / latency),
         total_tokens_per_s=priced(batches * n_out / latency * ep * dp), why=why)
 
 
 def _why(total: float, hw: Hardware, mem: dict) -> str:
-    """"needs 154 GB of 80 GB: KV cache 137 GB": the total, the GPU's HBM, the largest part."""
+    """"needs 154 GB of 80 GB: KV cache 137 GB": the total, what the GPU can allocate, the largest part."""
     names = {"weights_bytes": "weights", "kv_cache_bytes": "KV cache",
              "activation_bytes": "activations", "workspace_bytes": "workspace"}
     big = max(names, key=lambda k: mem[k])
-    return (f"needs {format_bytes(total)} of {format_bytes(hw.hbm_bytes)}: "
+    return (f"needs {format_bytes(total)} of {format_bytes(hw.allocatable_bytes)}: "
             f"{names[big]} {format_bytes(mem[big])}")
 
 

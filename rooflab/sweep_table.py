@@ -35,7 +35,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "activation_bytes": ("B", "largest live activations of a prefill or decode step"),
     "workspace_bytes": ("B", "CUDA context, library workspaces and allocator reserve"),
     "memory_bytes": ("B", "sum of the four above"),
-    "hbm_bytes": ("B", "the GPU's memory"),
+    "hbm_bytes": ("B", "the memory one process can allocate on the GPU"),
     "ttft_s": ("s", "time to first token: the prefill of the batch's prompts"),
     "tpot_s": ("s", "time per output token: mean decode step over the output"),
     "latency_s": ("s", "request latency: ttft + (output - 1) * tpot"),

@@ -193,7 +193,7 @@ def test_memory_stacks_the_largest_series_with_the_hbm_line_and_the_largest_fit(
     assert [t["name"] for t in stacked] == ["weights", "KV cache", "activations", "workspace"]
     assert stacked[1]["y"] == [435200000, 13926400000, 55705600000]   # 200 kB × 2176 × b
     assert stacked[0]["y"] == [70e9] * 3
-    hbm = [t for t in fig["data"] if t["name"] == "HBM capacity"]
+    hbm = [t for t in fig["data"] if t["name"] == "allocatable memory"]
     assert [t["y"] for t in hbm] == [[80e9, 80e9], [141e9, 141e9]]
     stars = [t for t in fig["data"] if t["name"] == "largest batch that fits"]
     # H100: in 512 fits up to 32 (70 + 2 + 0.032 + 4.096 = 76.128 GB), in 2048 up to 1
@@ -201,8 +201,8 @@ def test_memory_stacks_the_largest_series_with_the_hbm_line_and_the_largest_fit(
     assert stars[0]["x"] == [32, 1] and stars[0]["y"] == [76128000000, 72436200000]
     assert stars[1]["x"] == [128, 128]
     notes = [a["text"] for a in fig["layout"]["annotations"]]
-    assert notes == ["h100-sxm · HBM 80 GB · stacked: in 2048",
-                     "h200 · HBM 141 GB · stacked: in 2048",
+    assert notes == ["h100-sxm · 80 GB allocatable · stacked: in 2048",
+                     "h200 · 141 GB allocatable · stacked: in 2048",
                      "fits up to batch 1", "fits up to batch 128"]
     # one memory axis for all panels, up to the larger of the most memory (127.84 GB × 1.08 =
     # 138.1 GB, under 3× HBM) and the largest HBM with room above (141 GB × 1.15 = 162.15 GB)

@@ -138,6 +138,23 @@ def test_largest_batch_that_fits_by_hand():
     assert fits[0]["fits"] and not fits[1]["fits"]
 
 
+def test_a_fit_is_checked_against_what_one_process_can_allocate():
+    # the H200's "141 GB" is nearer GiB: torch reports 150.11e9 B (spec memory.usable_gb).
+    # Llama-3-8B at 16 + 8176 tokens: 8192 x 131,072 = 1,073,741,824 B of KV per sequence;
+    # batch 124: 16,060,523,008 + 536,870,912 + 124 x 1,073,741,824 = 149,741,380,096 B
+    # + 130,047,488 B of activations = 149,871,427,584 B: over 141e9, under 150.11e9;
+    # batch 125 needs 1,073,741,824 + 1,048,704 more = 150,946,218,112 B
+    assert api.load_hardware("h200").allocatable_bytes == 150.11e9
+    assert api.load_hardware("h200").hbm_bytes == 141e9
+    assert api.load_hardware("h100-sxm").allocatable_bytes == 80e9    # no measured figure
+    t = serve.serve(DEC, ["h200"], [124, 125], [16], [8176], prefill_source=PRE)
+    rows = t.rows()
+    assert [r["memory_bytes"] for r in rows] == [149_871_427_584, 150_946_218_112]
+    assert [r["fits"] for r in rows] == [True, False]
+    assert rows[0]["hbm_bytes"] == 150.11e9
+    assert t.meta["largest_batch"][0]["batch"] == 124
+
+
 def test_sweep_variants_and_outputs(tmp_path):
     r = CliRunner().invoke(app, ["sweep", DEC, "-H", "h200,b200", "--batch", "1..4", "--input",
                                  "512", "--output", "8", "--set", "kv_dtype=bf16,fp8",

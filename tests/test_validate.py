@@ -378,6 +378,12 @@ def test_calibrated_spec_derives_attention_efficiency_net_of_the_sfu_term():
     spec = calibrate.write_spec(base, {**m, "triton_gemm_bf16_12288_tflops": 740.0}, prov, "x.json")
     assert spec["efficiency"]["tensor"]["value"] == pytest.approx(740 / 989.4, abs=1e-4)
     assert "Triton GEMM" in spec["efficiency"]["tensor"]["note"]
+    # a calibration that read the device's memory writes it as what a process can allocate;
+    # one that did not keeps the base spec's figure
+    assert spec["memory"]["usable_gb"]["source"] == "H200-TORCH"
+    spec = calibrate.write_spec(base, m, {**prov, "total_memory_gb": 150.1097}, "x.json")
+    assert spec["memory"]["usable_gb"] == {"value": 150.1097, "source": "CAL",
+                                           "note": "torch.cuda total_memory"}
 
 
 def test_bandwidth_mark_on_the_committed_run():

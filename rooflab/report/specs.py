@@ -45,6 +45,8 @@ def render_show(hw: Hardware) -> str:
         add(f"vector {fam}", fig, "TFLOP/s")
     m = spec.memory
     add("HBM capacity", m.hbm_gb, "GB")
+    if m.usable_gb:
+        add("memory one process can allocate", m.usable_gb, "GB")
     add("HBM bandwidth", m.hbm_tb_per_s, "TB/s")
     add("L2", m.l2_mb, "MB")
     if m.l2_tb_per_s:

@@ -41,6 +41,9 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
     spec["efficiency"]["hbm"] = fig(min(1.0, m["copy_tb_per_s"] / peak_bw),
                                     f"copy {m['copy_tb_per_s']:.3f} TB/s of {peak_bw}")
     spec["memory"]["l2_tb_per_s"] = fig(m["l2_tb_per_s"], "16 MiB resident read")
+    if provenance.get("total_memory_gb"):
+        spec["memory"]["usable_gb"] = fig(provenance["total_memory_gb"],
+                                          "torch.cuda total_memory")
     bound = host_bound_sizes(m["copy_curve_mb_tb_per_s"])
     spec["memory"]["hbm_curve"] = {
         "points": [[round(mb, 1), round(min(1.0, bw / peak_bw), 4)] for mb, bw in m["copy_curve_mb_tb_per_s"]],

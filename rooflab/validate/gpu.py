@@ -43,7 +43,8 @@ def provenance(command: str) -> dict:
     import torch
     import triton
     props = torch.cuda.get_device_properties(0)
-    return {"gpu": props.name, "sm_count": props.multi_processor_count, "torch": torch.__version__,
+    return {"gpu": props.name, "sm_count": props.multi_processor_count,
+            "total_memory_gb": props.total_memory / 1e9, "torch": torch.__version__,
             "triton": triton.__version__, "cuda": str(torch.version.cuda),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "command": command}

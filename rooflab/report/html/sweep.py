@@ -369,7 +369,7 @@ def memory_figure(table: ServeTable) -> go.Figure:
     for g in gpus:
         mine = [s for s in series if s.gpu == g]
         bigs[g] = max(mine, key=lambda s: float(c["memory_bytes"][s.rows].max()))
-    titles = [f"{esc(g)} · HBM {format_bytes(hbm[g])}"
+    titles = [f"{esc(g)} · {format_bytes(hbm[g])} allocatable"
               + (f" · stacked: {bigs[g].label}" if bigs[g].label else "") for g in gpus]
     panels = _Panels(gpus, True, 400, titles)
     fig = panels.fig
@@ -405,10 +405,10 @@ def memory_figure(table: ServeTable) -> go.Figure:
                               "%{customdata[0]}<extra></extra>"), **cell)
             shown.add(s.group)
         fig.add_trace(go.Scatter(
-            x=[b_lo, b_hi], y=[hbm[gpu]] * 2, mode="lines", name="HBM capacity",
+            x=[b_lo, b_hi], y=[hbm[gpu]] * 2, mode="lines", name="allocatable memory",
             legendgroup="hbm", showlegend=gi == 0,
             line=dict(color=HBM_COLOR, width=2, dash="dash"),
-            hovertemplate=f"{esc(gpu)} HBM {format_bytes(hbm[gpu])}<extra></extra>"), **cell)
+            hovertemplate=f"{esc(gpu)} allocatable {format_bytes(hbm[gpu])}<extra></extra>"), **cell)
         stars = [(s, _largest_fit(table, s)) for s in series if s.gpu == gpu]
         stars = [(s, i) for s, i in stars if i is not None]
         if stars:
