@@ -34,6 +34,7 @@ import numpy as np
 
 from rooflab.bundled import SPEC_DIR
 from rooflab.collectives import collective_time
+from rooflab.errors import RooflabError
 from rooflab.gemm_tiles import gemm_tile, wave_efficiency
 from rooflab.graph import Graph, Op, Tensor
 from rooflab.grid import vmax, vmin, vwhere
@@ -487,7 +488,8 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     `kernels`: the implementation that runs the kernels (IMPLEMENTATIONS; default: the one the
     schedule's policy names)."""
     if launch not in LAUNCH_MODES:
-        raise ValueError(f"launch mode must be one of {LAUNCH_MODES}")
+        raise RooflabError(f"unknown launch mode '{launch}'; expected one of "
+                           f"{', '.join(LAUNCH_MODES)}")
     kernels = kernels or schedule.policy.kernels
     if kernels not in IMPLEMENTATIONS:
         raise ValueError(f"kernel implementation must be one of {IMPLEMENTATIONS}")

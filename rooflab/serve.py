@@ -386,7 +386,7 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
     """`serve` over every variant (a dict of --set values: {"kv_dtype": "fp8_e4m3"}) x schedule
     x launch mode too: one table of all the configurations."""
     from rooflab.sweep_table import concat
-    tables = []
+    tables, largest = [], []
     for variant in variants or [{}]:
         steps = steps_of(source, prefill_source,
                          {**(sets or {}), **variant, **({"tp": tp} if tp > 1 else {}),
@@ -398,6 +398,10 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
                           tp=tp, ep=ep, dp=dp, sp=sp)
                 t.columns["variant"][:] = label
                 tables.append(t)
+            # what fits depends on the schedule (what stays on chip) and the variant, not
+            # on the launch mode
+            largest += [{**fit, "schedule": s, "variant": label}
+                        for fit in tables[-1].meta["largest_batch"]]
     out = concat(tables)
     return ServeTable(out.columns, {**tables[0].meta, "schedule": ",".join(schedules),
-                                    "launch": ",".join(launches)})
+                                    "launch": ",".join(launches), "largest_batch": largest})

@@ -155,6 +155,23 @@ def test_a_fit_is_checked_against_what_one_process_can_allocate():
     assert t.meta["largest_batch"][0]["batch"] == 124
 
 
+def test_a_sweep_answers_the_largest_batch_per_schedule_and_variant():
+    # what fits depends on what the schedule keeps on chip and on the KV dtype: one answer
+    # each, equal to serve's, named in the printed line (not the first variant's for all)
+    t = serve.sweep(DEC, ["h200"], [1], [2048], [256], ["unfused", "fused"], ["eager", "graph"],
+                    prefill_source=PRE, variants=[{"kv_dtype": "bf16"}, {"kv_dtype": "fp8"}])
+    got = {(f["schedule"], f["variant"]): f["batch"] for f in t.meta["largest_batch"]}
+    assert len(t.meta["largest_batch"]) == 4
+    for (s, v), n in got.items():
+        one = serve.serve(DEC, ["h200"], [1], [2048], [256], s, prefill_source=PRE,
+                          sets={"kv_dtype": v.split("=")[1]})
+        assert one.meta["largest_batch"][0]["batch"] == n
+    assert got[("unfused", "kv_dtype=bf16")] < got[("fused", "kv_dtype=bf16")] \
+        < got[("fused", "kv_dtype=fp8")]
+    from rooflab.report.serving import render
+    assert "tokens (fused, kv_dtype=fp8): " in render(t)
+
+
 def test_sweep_variants_and_outputs(tmp_path):
     r = CliRunner().invoke(app, ["sweep", DEC, "-H", "h200,b200", "--batch", "1..4", "--input",
                                  "512", "--output", "8", "--set", "kv_dtype=bf16,fp8",

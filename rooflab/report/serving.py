@@ -54,7 +54,12 @@ def render(table: ServeTable, title: str = "") -> str:
                                + (", sequence parallel" if meta.get("sp") else "")
                                + "; memory and tok/s/GPU per GPU, tok/s all of every GPU; "
                                "a request's TTFT, TPOT and latency do not depend on replicas"))
-    for fit in meta.get("largest_batch", []):
+    fits = meta.get("largest_batch", [])
+    # a sweep's answers differ by schedule and variant: named where the sweep has several
+    named = [k for k in ("schedule", "variant") if len({f.get(k) for f in fits}) > 1]
+    for fit in fits:
+        of = ", ".join(str(fit[k]) for k in named)
         lines.append(printable(f"largest batch that fits on {fit['gpu']} at {fit['input_tokens']} + "
-                               f"{fit['output_tokens']} tokens: {fit['batch']}"))
+                               f"{fit['output_tokens']} tokens{f' ({of})' if of else ''}: "
+                               f"{fit['batch']}"))
     return "\n".join(lines)

@@ -17,6 +17,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from rooflab import api, workload
+from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
 from rooflab.ops import kernel_op_class
 from rooflab.validate.records import ValidationFile
@@ -105,6 +106,19 @@ class Summary:
                 and self.speedup_median_abs_error <= speedup)
 
 
+def _measured_kernels_predicted(vf: ValidationFile, case, hw: Hardware,
+                                schedule: str) -> CasePrediction:
+    """predict_case of `case`, which must make every kernel the run measured: RooflabError
+    naming the first it does not (another GPU's spec fuses differently)."""
+    pred = predict_case(case.workload, case.params, hw, schedule)
+    missing = [k.kernel for k in case.kernels[schedule] if k.kernel not in pred.kernels]
+    if missing:
+        raise RooflabError(f"case {case.case} ({schedule}): on {hw.name} the model makes no "
+                           f"kernel '{missing[0]}', which the run measured on "
+                           f"{vf.provenance.gpu}; re-check a run with its own GPU's spec")
+    return pred
+
+
 def evaluate(vf: ValidationFile, hw: Hardware) -> Summary:
     """Re-predict every case of a validation file with the current model on `hw`."""
     rows, scheds, speedups = [], [], []
@@ -112,7 +126,7 @@ def evaluate(vf: ValidationFile, hw: Hardware) -> Summary:
         graph_pred: dict[str, float] = {}
         graph_meas: dict[str, float] = {}
         for schedule, kernels in case.kernels.items():
-            pred = predict_case(case.workload, case.params, hw, schedule)
+            pred = _measured_kernels_predicted(vf, case, hw, schedule)
             for k in kernels:
                 rows.append(Row(case.case, schedule, k.kernel, pred.classes[k.kernel],
                                 pred.kernels[k.kernel], k.measured_s, pred.bounds[k.kernel],
@@ -142,7 +156,7 @@ def repredicted(vf: ValidationFile, hw: Hardware) -> ValidationFile:
     for case in vf.cases:
         kernels, schedules = {}, []
         for schedule, ks in case.kernels.items():
-            pred = predict_case(case.workload, case.params, hw, schedule)
+            pred = _measured_kernels_predicted(vf, case, hw, schedule)
             kernels[schedule] = [k.model_copy(update={"predicted_s": pred.kernels[k.kernel],
                                                       "op_class": pred.classes[k.kernel]})
                                  for k in ks]

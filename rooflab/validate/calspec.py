@@ -114,7 +114,7 @@ def spec_from_raw(base: HardwareFile, raw_path: str | Path,
     torch-suite run whose GPU-side figures (family curves, SDPA backends, citing
     CAL-TORCH-KERNELS) replace those; the launch figures stay the raw lease's own, because
     host costs differ from one machine to the next."""
-    from rooflab.validate import torch_fit
+    from rooflab.validate import torch_compare, torch_fit
     raw = json.loads(Path(raw_path).read_text())
     spec = write_spec(base, raw["measured"], raw["provenance"], str(raw_path))
     beside = torch_run_path(raw_path)
@@ -122,8 +122,8 @@ def spec_from_raw(base: HardwareFile, raw_path: str | Path,
         spec = torch_fit.add_to_spec(spec, json.loads(beside.read_text()), str(beside))
     if torch_run:
         # another lease's GPU-side figures; host figures stay with the raw's own lease
-        spec = torch_fit.add_to_spec(spec, json.loads(Path(torch_run).read_text()),
-                                         str(torch_run), "CAL-TORCH-KERNELS", host=False)
+        spec = torch_fit.add_to_spec(spec, torch_compare.load(torch_run), str(torch_run),
+                                     "CAL-TORCH-KERNELS", host=False)
     return spec
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from rooflab.errors import RooflabError
 
 SCHEMA = "rooflab.validation/1"
 
@@ -82,6 +84,22 @@ class ValidationFile(_Rec):
 
 
 def load(path: str | Path) -> ValidationFile:
-    data = json.loads(Path(path).read_text())
-    data.pop("schema", None)
-    return ValidationFile.model_validate(data)
+    """The validation run in `path`; RooflabError naming the file when it cannot be read or is
+    not one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise RooflabError(f"{path}: cannot be read ({e.strerror or e})") from None
+    except ValueError as e:
+        raise RooflabError(f"{path}: not JSON ({e})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise RooflabError(f"{path}: not a results file rooflab reads (a validation run "
+                           f"has schema {SCHEMA}; the torch and tensor-parallel runs, "
+                           "measured steps and measured generation each have their own)")
+    data.pop("schema")
+    try:
+        return ValidationFile.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise RooflabError(f"{path}: not a valid validation run: {where}: {err['msg']}") from None
