@@ -45,6 +45,13 @@ class Figure(_Strict):
     source: str
     note: str | None = None
 
+    @field_validator("value", mode="before")
+    @classmethod
+    def _number(cls, v):
+        if isinstance(v, bool):        # YAML's true/yes is not the number 1
+            raise ValueError(f"expected a number, got {v}")
+        return v
+
 
 class Fraction(Figure):
     value: float = Field(gt=0, le=1, allow_inf_nan=False)

@@ -44,7 +44,8 @@ MAX_TENSOR_BYTES = 2 ** 63
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: YAML's true/yes is not the integer 1, nor 2.0 the integer 2
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class TensorSpec(_Strict):
@@ -54,7 +55,7 @@ class TensorSpec(_Strict):
 
 class OpSpec(BaseModel):
     """Common op fields; the op's attributes are the extra keys, checked per kind."""
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
     kind: str
     name: str | None = None
     inputs: list[str] = []
@@ -249,15 +250,7 @@ class _Builder:
         try:
             return model.model_validate(item)
         except ValidationError as err:
-            e = err.errors()[0]
-            sub = Located(self.doc.data, self.doc.node, self.doc.file)
-            full = loc + tuple(e["loc"])
-            msg = e["msg"]
-            if e["type"] == "extra_forbidden":
-                msg = f"unknown field '{e['loc'][-1]}'"
-            elif e["type"] == "missing":
-                msg = f"missing required field '{e['loc'][-1]}'"
-            raise sub.error(msg, full) from None
+            raise_first(err, self.doc, prefix=loc)
 
     def _validate_op(self, item, loc) -> OpSpec:
         kind = item.get("kind")

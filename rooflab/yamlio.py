@@ -171,15 +171,17 @@ def format_loc(loc: tuple) -> str:
     return out
 
 
-def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()) -> None:
+def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset(),
+                prefix: tuple = ()) -> None:
     """Raise the first pydantic error of `err` as a RooflabError at its YAML line.
 
     `tags` are discriminator values that pydantic inserts into `loc`; they are dropped so
-    the place reads `ops[2].axis`, not `ops[2].softmax.axis`.
+    the place reads `ops[2].axis`, not `ops[2].softmax.axis`. `prefix`: the place in `doc` of
+    the item that was validated (an op inside `ops`).
     """
     e = err.errors()[0]
-    loc = tuple(k for i, k in enumerate(e["loc"])
-                if not (isinstance(k, str) and k in tags and i > 0))
+    loc = prefix + tuple(k for i, k in enumerate(e["loc"])
+                         if not (isinstance(k, str) and k in tags and i > 0))
     msg = e["msg"]
     alternatives = _union_alternatives(err.errors(), e)
     if len(alternatives) > 1:
@@ -197,6 +199,8 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
         path = tuple(int(k) if k.isascii() and k.isdecimal() else k for k in keys)
         if path and doc.line_of(loc + path[:1]) != doc.line_of(loc):
             loc, msg = loc + path, rest
+    elif e["type"] in _EXPECTED:
+        msg = f"expected {_EXPECTED[e['type']]}, got {e.get('input')!r}"
     elif e["type"] == "extra_forbidden":
         msg = f"unknown field '{loc[-1]}'"
         loc = loc[:-1] + (loc[-1],)
@@ -208,6 +212,10 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
     raise doc.error(msg, loc) from None
 
 
+# pydantic's error type of a value of the wrong type -> what was expected
+_EXPECTED = {"int_type": "an integer", "int_from_float": "an integer", "float_type": "a number",
+             "string_type": "a string", "bool_type": "true or false", "list_type": "a list",
+             "dict_type": "a mapping"}
 _TYPE_WORDS = {"int": "an integer", "str": "a name or expression", "float": "a number",
                "bool": "true or false", "list": "a list", "dict": "a mapping"}
 
