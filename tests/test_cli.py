@@ -54,6 +54,23 @@ def test_predict_table_columns_and_totals():
     assert "gemm" in out and "tc bf16" in out
 
 
+def test_a_folded_row_is_bound_by_most_of_its_time_and_links_get_a_column():
+    from rooflab import api
+    from rooflab.report.table import collapse
+    pred = api.predict("llama3_8b_decode", "h200", sets={"batch": 64, "context": 8192})
+    (q,) = [r for r in collapse(pred.kernels) if r.name == "layer[*].q_proj"]
+    # layer 0's q_proj waits on its launch (the eager dispatch before it); the other 31 are
+    # memory-bound, and so is the row
+    assert q.first.bound == "launch" and q.count == 32
+    assert q.bound == "memory"
+    out = ok("predict", "llama3_8b_decode", "-H", "h200", "--set", "batch=64", "--set",
+             "context=8192")
+    assert next(line for line in out.splitlines() if "q_proj" in line).split()[-3] == "memory"
+    assert " link " not in out.splitlines()[2]
+    header = ok("predict", "tp_layer_allreduce", "-H", "h100-sxm").splitlines()[2]
+    assert header.split()[-5:] == ["memory", "link", "launch", "bound", "time"]
+
+
 def test_predict_llama_decode_with_sets_and_json():
     out = ok("predict", str(ROOT / "workloads/llama3_8b_decode.yaml"), "--hardware", "h200",
              "--set", "batch=64", "--set", "context=8192", "--json")

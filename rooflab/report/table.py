@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rooflab.cost import KernelCost, Prediction
 from rooflab.graph import folded_name
@@ -23,7 +23,15 @@ class Row:
     compute_s: float = 0.0
     memory_s: float = 0.0
     launch_s: float = 0.0
+    link_s: float = 0.0
     time_s: float = 0.0
+    time_s_by_bound: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def bound(self) -> str:
+        """What bounds the row: the bound of most of its kernels' time (the iterations of a
+        repeated block can differ: the first layer's GEMM waits on its launch, the rest not)."""
+        return max(self.time_s_by_bound, key=self.time_s_by_bound.get)
 
 
 def collapse(kernels, repeat: bool = True) -> list[Row]:
@@ -41,7 +49,9 @@ def collapse(kernels, repeat: bool = True) -> list[Row]:
         r.compute_s += k.compute_s
         r.memory_s += k.memory_s
         r.launch_s += k.launch_s
+        r.link_s += k.link_s
         r.time_s += k.time_s
+        r.time_s_by_bound[k.bound] = r.time_s_by_bound.get(k.bound, 0.0) + k.time_s
     return list(rows.values())
 
 
@@ -66,8 +76,11 @@ def render(pred: Prediction, all_kernels: bool = False, max_name: int = 34) -> s
             f"launch {pred.launch}")
     if pred.params:
         head += " | " + " ".join(f"{k}={v}" for k, v in pred.params.items())
+    t = pred.totals
+    # a step with collectives shows their link time beside compute and memory
+    links = bool(t.link_s)
     cols = ["kernel", "ops", "FLOPs", "unit", "HBM read", "HBM write", "FLOP/B",
-            "compute", "memory", "launch", "bound", "time"]
+            "compute", "memory", *(["link"] if links else []), "launch", "bound", "time"]
     body = []
     for r in collapse(pred.kernels, repeat=not all_kernels):
         k = r.first
@@ -77,15 +90,16 @@ def render(pred: Prediction, all_kernels: bool = False, max_name: int = 34) -> s
         inten = r.flops / (r.read + r.written) if r.read + r.written else float("inf")
         body.append([name, _short_ops(k), format_flops(r.flops), unit_label(k),
                      format_bytes(r.read), format_bytes(r.written), format_intensity(inten),
-                     format_time(r.compute_s), format_time(r.memory_s), format_time(r.launch_s),
-                     k.bound, format_time(r.time_s)])
-    t = pred.totals
+                     format_time(r.compute_s), format_time(r.memory_s),
+                     *([format_time(r.link_s)] if links else []), format_time(r.launch_s),
+                     r.bound, format_time(r.time_s)])
     inten = t.flops / t.hbm_bytes if t.hbm_bytes else float("inf")
     total = [f"total ({t.kernels} kernel{'' if t.kernels == 1 else 's'})", "", format_flops(t.flops), "",
              format_bytes(t.hbm_read_bytes), format_bytes(t.hbm_write_bytes),
              format_intensity(inten), format_time(t.compute_s), format_time(t.memory_s),
-             format_time(t.launch_s), t.bound, format_time(t.time_s)]
-    lines = [head, ""] + _grid(cols, body, total)
+             *([format_time(t.link_s)] if links else []), format_time(t.launch_s), t.bound,
+             format_time(t.time_s)]
+    lines = [head, ""] + _grid(cols, body, total, left={0, 1, 3, len(cols) - 2})
     if t.link_bytes:
         link_kernels = sum(k.time_s for k in pred.kernels if k.link_s)
         lines.append(f"interconnect: {format_bytes(t.link_bytes)} sent per GPU, "
@@ -96,11 +110,11 @@ def render(pred: Prediction, all_kernels: bool = False, max_name: int = 34) -> s
     return "\n".join(printable(line) for line in lines)    # names come from the user's files
 
 
-def _grid(cols: list[str], body: list[list[str]], total: list[str] | None = None) -> list[str]:
+def _grid(cols: list[str], body: list[list[str]], total: list[str] | None = None,
+          left: set[int] = frozenset({0})) -> list[str]:
     body = [[printable(c) for c in r] for r in body]
     rows = [cols] + body + ([total] if total else [])
     widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-    left = {0, 1, 3, 10}
 
     def fmt(r):
         return "  ".join(c.ljust(w) if i in left else c.rjust(w)
