@@ -515,6 +515,23 @@ def _default_paths(spec: HardwareFile) -> tuple:
                            bw, "ring"),)
 
 
+def _efficiency_by_dtype(listed: dict[str, float]) -> dict[str, float]:
+    """Each tensor family's efficiency where known: its own where the spec lists one; FP6 and
+    FP4 without one take the nearest listed of FP6 and FP8 (a narrower format is no easier
+    to feed: FP4 is not priced nearer its peak than FP8 is). Families absent here fall back
+    to the spec's efficiency.tensor (Hardware.tensor_rate)."""
+    out, wider = {}, None
+    for fam in reversed(TENSOR_FAMILIES):          # widest first
+        wider = listed.get(fam, wider if fam in _NARROW_FAMILIES else None)
+        if wider is not None:
+            out[fam] = wider
+    return out
+
+
+# tensor families narrower than 8 bits
+_NARROW_FAMILIES = ("fp4", "fp6")
+
+
 def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
     m = spec.memory
     eff = spec.efficiency
@@ -558,7 +575,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
         compiled_extern_s=(spec.launch.compiled_extern_us.value * 1e-6
                            if spec.launch.compiled_extern_us else None),
         tensor_efficiency=eff.tensor.value,
-        tensor_efficiency_by_dtype={k: f.value for k, f in eff.tensor_by_dtype.items()},
+        tensor_efficiency_by_dtype=_efficiency_by_dtype(
+            {k: f.value for k, f in eff.tensor_by_dtype.items()}),
         vector_efficiency=eff.vector.value,
         hbm_efficiency=eff.hbm.value,
         link_efficiency=eff.interconnect.value,
