@@ -188,6 +188,8 @@ def overlap(pred: Prediction) -> Overlap:
 def summary(ov: Overlap) -> str:
     """The line the CLI prints: "overlap: on, X of Y link time hidden; step A -> B"."""
     from rooflab.units import format_time
+    if not ov.link_s:
+        return "overlap: the step has no collectives, so nothing to hide"
     line = (f"overlap: on, {format_time(ov.hidden_s)} of {format_time(ov.link_s)} link time "
             f"hidden behind compute that does not depend on it; step "
             f"{format_time(ov.step_s)} -> {format_time(ov.time_s)}")

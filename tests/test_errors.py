@@ -146,3 +146,24 @@ def test_unknown_schedule(tmp_path):
     p = tmp_path / "good.yaml"
     p.write_text(GOOD)
     _fails(["predict", str(p), "-s", "fusd"], "unknown schedule 'fusd'", "did you mean 'fused'")
+
+
+def test_flags_that_would_be_ignored_are_refused(tmp_path):
+    # each used to exit 0 as if it had been applied, or (--launch warp) with a traceback
+    from pathlib import Path
+    run = CliRunner().invoke
+    for args, words in (
+            (["validate", "--from", str(Path(__file__).parents[1] / "reports" / "validation" /
+                                        "h200-2026-12-04.json"), "--cases", "x"],
+             "--from re-checks the whole run"),
+            (["validate", "--dry-run", "--cases", "nosuchcase"], "no suite case matches"),
+            (["predict", "hf:llama3-8b", "--microbatches", "4"], "give --pp 2 or more"),
+            (["sweep", "llama3_8b_decode", "--batch", "1", "--csv", str(tmp_path / "f"),
+              "--json", str(tmp_path / "f")], "--csv writes that file too"),
+            (["serve", "llama3_8b_decode", "--batch", "1", "-l", "warp"],
+             "unknown launch mode 'warp'"),
+            (["validate", "--from", str(tmp_path / "missing.json")], "cannot be read")):
+        r = run(app, args)
+        assert r.exit_code == 2 and words in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1
+    assert not (tmp_path / "f").exists()

@@ -62,6 +62,21 @@ def one_gpu(value: str, command: str) -> str:
     return names[0] if names else value
 
 
+def check_outputs(outputs: list[tuple[str, str]], force: bool,
+                  make_parents: tuple[str, ...] = ()) -> None:
+    """check_output of each (option, path), the options in `make_parents` making their
+    missing folders, and refuse two options naming one file (the second would write over the
+    first)."""
+    seen: dict[str, str] = {}
+    for option, path in outputs:
+        check_output(option, path, force, option in make_parents)
+        key = os.path.realpath(path)
+        if key in seen:
+            raise RooflabError(f"{option} {path}: {seen[key]} writes that file too; give each "
+                               "output its own file")
+        seen[key] = option
+
+
 def check_output(option: str, path: str, force: bool, make_parents: bool = False) -> None:
     """Refuse, before any work, an output path that could not be written or would lose a
     file: a name too long, a folder that is missing (unless `make_parents`) or is a file, a

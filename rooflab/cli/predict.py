@@ -51,6 +51,8 @@ def predict(
     if overlap and as_json:
         raise RooflabError("--overlap with --json: the prediction schema (rooflab.prediction/1) "
                            "has no place for overlapped times; drop one of them")
+    if microbatches > 1 and pp == 1:
+        raise RooflabError("--microbatches: micro-batches fill a pipeline; give --pp 2 or more")
     if sp and tp == 1:
         raise RooflabError("--sp: sequence parallelism splits the tensor-parallel group's "
                            "tokens; give --tp 2 or more")

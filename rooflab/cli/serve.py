@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from rooflab.cli.common import app, check_output, launch_modes, names_of, split_list, user_errors
+from rooflab.cli.common import app, check_outputs, launch_modes, names_of, split_list, user_errors
 from rooflab.errors import RooflabError
 from rooflab.terminal import printable
 
@@ -129,8 +129,7 @@ def sweep_cmd(
     from rooflab.report import serving
 
     outputs = [(o, p) for o, p in (("--csv", csv_path), ("--json", json_path), ("--html", html)) if p]
-    for option, path in outputs:
-        check_output(option, path, force)
+    check_outputs(outputs, force)
     gpus, batches, inputs, outs, _ = _serve_args(model, hardware, batch, input_tokens,
                                                  output_tokens, [])
     variants = _variants(sets)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from rooflab.cli.common import (INPUT_HELP, PHASE_HELP, app, check_output, one_gpu, split_list,
+from rooflab.cli.common import (INPUT_HELP, PHASE_HELP, app, check_outputs, one_gpu, split_list,
                                 user_errors)
 from rooflab.errors import RooflabError
 from rooflab.terminal import printable
@@ -43,10 +43,12 @@ def validate(
 
     if backend not in ("triton", "torch"):
         raise RooflabError(f"--backend {backend}: expected triton or torch")
-    if output and not from_file and not dry_run:
-        check_output("--output", output, force, make_parents=True)
-    if html:
-        check_output("--html", html, force)
+    check_outputs([(o, p) for o, p in (("--output", None if from_file or dry_run else output),
+                                        ("--html", html)) if p], force,
+                  make_parents=("--output",))
+    if from_file and cases:
+        raise RooflabError("--cases picks the cases to run on the GPU; --from re-checks the "
+                           "whole run")
     hw = api.load_hardware(one_gpu(hardware, "validate"))
     from rooflab.validate import torch_compare, tp_compare
     if tp or from_file and tp_compare.is_run_file(from_file):
@@ -73,6 +75,8 @@ def validate(
         whole = [c for c in everything if cases and cases in c.name]
         wanted = split_list(cases) if cases else []
         chosen = whole or [c for c in everything if not wanted or any(w in c.name for w in wanted)]
+        if not chosen:
+            raise RooflabError(f"--cases {cases}: no suite case matches")
     from rooflab.validate import serving as serving_runs
     if from_file and serving_runs.is_serve_file(from_file):
         # measured generation (lab/serve_h200): TTFT and TPOT against rooflab serve
