@@ -21,3 +21,8 @@ class Unsupported(Exception):
 def scales_name(weight: str) -> str:
     """Where the group scales of int4/int8 weights live in an environment of tensors."""
     return f"{weight}:scales"
+
+
+# the line under a table of predicted / measured pairs
+PAIRS_LEGEND = ("each pair reads predicted / measured; err = predicted / measured - 1 "
+                "(negative: the model is faster than what ran)")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
+from rooflab.validate.common import PAIRS_LEGEND
 
 MODES = ("eager", "graph")
 
@@ -130,4 +131,4 @@ def render(rows: list[CaseComparison]) -> str:
         if sub:
             lines.append(f"median |error| {mode}: TTFT {median_abs(r.ttft_error for r in sub):.1%}"
                          f", TPOT {median_abs(r.tpot_error for r in sub):.1%} ({len(sub)} cases)")
-    return "\n".join(lines)
+    return "\n".join(lines + [PAIRS_LEGEND])

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
+from rooflab.validate.common import PAIRS_LEGEND
 
 
 @dataclass(frozen=True)
@@ -229,4 +230,4 @@ def render(rows: list[StepComparison]) -> str:
     lines.append(f"median |error|: kernels {median_abs(r.kernel_error for r in rows):.1%}, eager "
                  f"{median_abs(r.eager_error for r in rows):.1%}, graph "
                  f"{median_abs(r.graph_error for r in rows):.1%}")
-    return "\n".join(lines)
+    return "\n".join(lines + [PAIRS_LEGEND])

@@ -37,7 +37,7 @@ import numpy as np
 
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
-from rooflab.validate.common import has_schema
+from rooflab.validate.common import PAIRS_LEGEND, has_schema
 
 SCHEMA = "rooflab.torch-run/1"
 
@@ -428,4 +428,4 @@ def render(rows: list[CaseComparison]) -> str:
             f"{r.kernel_us_predicted:8.1f}/{(r.kernel_us or 0):<8.1f} {pct(r.kernel_error)} "
             f"{r.eager_us_predicted:8.1f}/{(r.eager_us or 0):<8.1f} {pct(r.eager_error)} "
             f"{r.graph_us_predicted:8.1f}/{(r.graph_us or 0):<8.1f} {pct(r.graph_error)}")
-    return "\n".join(lines)
+    return "\n".join(lines + [PAIRS_LEGEND])

@@ -69,7 +69,9 @@ def summary_html(preds: Sequence[Prediction], comparisons: Sequence[Comparison],
              "<h2>Summary</h2>", html_table(head, rows, "summary")]
     if comparisons:
         parts.append(_fusion_table(comparisons, top))
-    notes = list(dict.fromkeys(f"{p.hardware.name}: {n}" for p in preds for n in p.notes))
+    # a note names its GPU where it is about the GPU; the others are given theirs
+    notes = list(dict.fromkeys(n if n.startswith(f"{p.hardware.name}: ")
+                               else f"{p.hardware.name}: {n}" for p in preds for n in p.notes))
     if notes:
         parts.append("<ul class=notes>" + "".join(f"<li>{e(n)}</li>" for n in notes[:12])
                      + "</ul>")
