@@ -283,7 +283,8 @@ def test_calibrate_puts_a_runs_figures_into_the_spec(doc):
     # what `rooflab calibrate --gpu` does with its torch-suite run, on the committed run and
     # the committed calibration: curves, torch.compile's host figures, a source that cites it
     import json
-    from rooflab.hardware import HardwareFile, to_core
+    from rooflab.hardware import to_core
+    from rooflab.hardware_spec import HardwareFile
     from rooflab.validate.calspec import write_spec
     from rooflab.yamlio import load_yaml
     base = HardwareFile.model_validate(load_yaml(ROOT / "hardware_specs/h200.yaml", "spec").data)

@@ -356,7 +356,7 @@ def test_cases_filter_takes_a_whole_case_name_with_its_commas():
 
 
 def test_calibrated_spec_derives_attention_efficiency_net_of_the_sfu_term():
-    from rooflab.hardware import HardwareFile
+    from rooflab.hardware_spec import HardwareFile
     from rooflab.validate import calspec as calibrate     # writing the spec needs no torch
     import yaml
     base = HardwareFile.model_validate(yaml.safe_load((ROOT / "hardware_specs/h200.yaml").read_text()))

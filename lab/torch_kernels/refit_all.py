@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import yaml
 
-from rooflab.hardware import HardwareFile, spec_paths, to_core
+from rooflab.hardware import spec_paths, to_core
+from rooflab.hardware_spec import HardwareFile
 from rooflab.validate import calspec
 from rooflab.validate import torch_compare as tc
 

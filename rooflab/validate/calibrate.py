@@ -32,7 +32,8 @@ import torch
 import triton
 import triton.language as tl
 
-from rooflab.hardware import Hardware, HardwareFile, to_core
+from rooflab.hardware import Hardware, to_core
+from rooflab.hardware_spec import HardwareFile
 from rooflab.validate.calspec import host_bound_sizes, spec_from_raw, spec_text, torch_run_path
 from rooflab.validate.timing import bench_kernel, capture
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from rooflab.hardware import HardwareFile
+from rooflab.hardware_spec import HardwareFile
 
 
 def host_bound_sizes(curve: list[tuple[float, float]]) -> list[float]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from rooflab.errors import RooflabError
-from rooflab.hardware import HardwareFile
+from rooflab.hardware_spec import HardwareFile
 from rooflab.validate import collective_compare
 from rooflab.validate.collective_fit import measured_paths
 

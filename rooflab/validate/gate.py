@@ -23,7 +23,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from rooflab.errors import RooflabError
-from rooflab.hardware import Hardware, HardwareFile, load_file, to_core
+from rooflab.hardware import Hardware, load_file, to_core
+from rooflab.hardware_spec import HardwareFile
 from rooflab.validate.calspec import write_spec
 from rooflab.validate.records import ValidationFile, load
 from rooflab.yamlio import load_yaml, raise_first

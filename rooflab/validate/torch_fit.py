@@ -22,7 +22,8 @@ from dataclasses import replace
 import numpy as np
 
 from rooflab.errors import RooflabError
-from rooflab.hardware import MAX_CURVE_FRACTION, Hardware, log_interp
+from rooflab.hardware import Hardware, log_interp
+from rooflab.hardware_spec import MAX_CURVE_FRACTION
 from rooflab.kernel_families import floor_at
 from rooflab.validate.torch_compare import (CaseComparison, compare, fit_compiled_host,
                                             fit_eager_calls, traced_cases)
@@ -412,7 +413,8 @@ def add_to_spec(spec: dict, run: dict, run_path: str, source: str = "CAL-TORCH",
     `run` (written at `run_path`) measures: spec_figures' kernel-family curves, SDPA
     backend efficiencies and fixed times, replacing any, and (with `host`) its launch figures,
     citing `source`."""
-    from rooflab.hardware import HardwareFile, to_core
+    from rooflab.hardware import to_core
+    from rooflab.hardware_spec import HardwareFile
     figures = spec_figures([run], to_core(HardwareFile.model_validate(spec)), source)
     prov = run["provenance"]
     out = {**spec, "sources": {**spec["sources"], source: (
