@@ -170,6 +170,8 @@ def test_a_sweep_answers_the_largest_batch_per_schedule_and_variant():
         < got[("fused", "kv_dtype=fp8")]
     from rooflab.report.serving import render
     assert "tokens (fused, kv_dtype=fp8): " in render(t)
+    # the fit's assumption is printed with it
+    assert "prefilling every prompt of the batch at once" in render(t)
 
 
 def test_sweep_variants_and_outputs(tmp_path):

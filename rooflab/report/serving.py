@@ -55,6 +55,12 @@ def render(table: ServeTable, title: str = "") -> str:
                                + "; memory and tok/s/GPU per GPU, tok/s all of every GPU; "
                                "a request's TTFT, TPOT and latency do not depend on replicas"))
     fits = meta.get("largest_batch", [])
+    if fits:
+        # what bounds the fit beside the KV cache: the prefill's activations, of every prompt
+        lines.append("memory: weights, KV cache, workspace, and the activations of prefilling "
+                     + ("every prompt of the batch at once (static batching; --chunk N takes "
+                        "N tokens of each at a time)" if not meta.get("chunk") else
+                        f"{meta['chunk']} tokens of every prompt of the batch at a time"))
     # a sweep's answers differ by schedule and variant: named where the sweep has several
     named = [k for k in ("schedule", "variant") if len({f.get(k) for f in fits}) > 1]
     for fit in fits:
