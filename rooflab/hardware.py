@@ -9,6 +9,7 @@ import math
 import numpy as np
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
 from pydantic import ValidationError
 
 from rooflab import bundled

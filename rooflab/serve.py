@@ -318,7 +318,8 @@ def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
 
 
 def _why(total: float, hw: Hardware, mem: dict) -> str:
-    """"needs 154 GB of 80 GB: KV cache 137 GB": the total, what the GPU can allocate, the largest part."""
+    """"needs 154 GB of 80 GB: KV cache 137 GB": the total, what the GPU can allocate, the
+    largest part."""
     names = {"weights_bytes": "weights", "kv_cache_bytes": "KV cache",
              "activation_bytes": "activations", "workspace_bytes": "workspace"}
     big = max(names, key=lambda k: mem[k])

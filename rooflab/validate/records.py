@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rooflab.errors import RooflabError
+from rooflab.yamlio import format_loc
 
 SCHEMA = "rooflab.validation/1"
 
@@ -101,5 +102,5 @@ def load(path: str | Path) -> ValidationFile:
         return ValidationFile.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise RooflabError(f"{path}: not a valid validation run: {where}: {err['msg']}") from None
+        raise RooflabError(f"{path}: not a valid validation run: {format_loc(err['loc'])}: "
+                           f"{err['msg']}") from None

@@ -408,7 +408,8 @@ def memory_figure(table: ServeTable) -> go.Figure:
             x=[b_lo, b_hi], y=[hbm[gpu]] * 2, mode="lines", name="allocatable memory",
             legendgroup="hbm", showlegend=gi == 0,
             line=dict(color=HBM_COLOR, width=2, dash="dash"),
-            hovertemplate=f"{esc(gpu)} allocatable {format_bytes(hbm[gpu])}<extra></extra>"), **cell)
+            hovertemplate=f"{esc(gpu)} allocatable {format_bytes(hbm[gpu])}<extra></extra>"),
+            **cell)
         stars = [(s, _largest_fit(table, s)) for s in series if s.gpu == gpu]
         stars = [(s, i) for s, i in stars if i is not None]
         if stars:
