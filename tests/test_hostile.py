@@ -279,3 +279,25 @@ def test_exit_status_from_a_real_process(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [f"error: {fifo}: not a regular file (a FIFO, "
                                              "device or socket), expected a workload YAML file"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["predict", "--nosuch", "x"], "error: rooflab predict: No such option: --nosuch"),
+    (["predict"], "error: rooflab predict: Missing argument 'workload'."),
+    (["fusions", "llama3_8b_decode", "--top", "many"],
+     "error: rooflab fusions: Invalid value for '--top': "),
+])
+def test_usage_errors_are_one_line_exit_2(argv, message):
+    """The installed entry point, not the test runner: Typer would box these in a panel."""
+    r = subprocess.run([sys.executable, "-m", "rooflab.cli", *argv], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message)
+    assert lines[0].endswith(f"(see rooflab {argv[0]} -h)")
+
+
+def test_no_arguments_print_the_help_and_exit_2():
+    r = subprocess.run([sys.executable, "-m", "rooflab.cli"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 2 and "predict" in r.stdout and r.stderr == ""
