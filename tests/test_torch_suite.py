@@ -171,11 +171,12 @@ def test_per_call_kernels_splits_events_into_calls():
                                       2) is None                       # different order
 
 
-def test_cpu_run_gives_the_schema(tmp_path):
+def test_cpu_run_gives_the_schema(tmp_path, monkeypatch):
     cases = [c for c in CASES if c.id in ("add_2K_bf16", "softmax_1x2048_bf16",
                                           "mm_64x64x64_bf16")]
     assert len(cases) == 3
     seen = []
+    monkeypatch.setenv("ROOFLAB_GIT_SHA", "ab" * 20)
     result = torch_run.run(cases, device="cpu", budget_s=60, command="pytest",
                            on_case=lambda e, r: seen.append(e["id"]))
     text = json.dumps(result)                       # JSON-serializable as written
@@ -185,6 +186,7 @@ def test_cpu_run_gives_the_schema(tmp_path):
     prov = result["provenance"]
     assert prov["torch"] == torch.__version__ and prov["command"] == "pytest"
     assert {"gpu", "triton", "cuda", "driver", "hostname", "date_utc"} <= set(prov)
+    assert prov["git_sha"] == "ab" * 20         # the commit measured, $ROOFLAB_GIT_SHA first
     host = result["host"]
     assert host["tiny_op_dispatch_us"] > 0 and host["view_dispatch_us"] > 0
     assert host["graph_launch_us"] is None and host["compiled_call_us"] is None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
 
 from rooflab.errors import RooflabError
 
@@ -35,6 +37,19 @@ def slug() -> str:
     return name().lower().replace("nvidia ", "").replace(" ", "-")
 
 
+def git_sha() -> str:
+    """The commit measured: $ROOFLAB_GIT_SHA first (a copy of the tree on a GPU machine may
+    carry a stale .git), else `git rev-parse HEAD` here; "" when neither answers."""
+    sha = os.environ.get("ROOFLAB_GIT_SHA", "")
+    if not sha:
+        try:
+            sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=10).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            sha = ""
+    return sha
+
+
 def today() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
 
@@ -47,4 +62,4 @@ def provenance(command: str) -> dict:
             "total_memory_gb": props.total_memory / 1e9, "torch": torch.__version__,
             "triton": triton.__version__, "cuda": str(torch.version.cuda),
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "command": command}
+            "command": command, "git_sha": git_sha()}

@@ -28,6 +28,7 @@ import time
 from rooflab.collectives import KINDS, bus_factor
 from rooflab.errors import RooflabError
 from rooflab.validate.collective_compare import SCHEMA
+from rooflab.validate.gpu import git_sha
 
 SIZES = tuple(4096 << k for k in range(19))          # 4 KB .. 1 GB
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
@@ -112,7 +113,7 @@ def _rank_main(rank: int, world: int, port: int, backend: str, kinds, sizes, war
 def provenance(world: int, backend: str, command: str) -> dict:
     import torch
     prov = {"command": command, "world": world, "backend": backend,
-            "torch": torch.__version__, "multicast_off": MULTICAST_OFF,
+            "torch": torch.__version__, "multicast_off": MULTICAST_OFF, "git_sha": git_sha(),
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())}
     if backend == "nccl":
         prov["gpu"] = torch.cuda.get_device_name(0)

@@ -12,7 +12,6 @@ Timing (see accuracy.py for what each number is compared with):
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from rooflab.validate.kernels import route
 from rooflab.validate.records import (CaseResult, KernelResult, Provenance, ScheduleResult,
                                       ValidationFile)
 from rooflab.validate.common import Unsupported
+from rooflab.validate.gpu import git_sha
 from rooflab.validate.reference import (TOLERANCE, make_scales, random_input, rel_error,
                                         run_graph, scales_name)
 from rooflab.validate.suite import Case
@@ -50,19 +50,11 @@ def provenance(command: str, spec: str) -> Provenance:
                                 capture_output=True, text=True, timeout=20).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         driver = "unknown"
-    # ROOFLAB_GIT_SHA first: a copy of the tree on a GPU machine may carry a stale .git
-    sha = os.environ.get("ROOFLAB_GIT_SHA", "")
-    if not sha:
-        try:
-            sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                 text=True, timeout=10).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            sha = ""
     return Provenance(gpu=props.name, sm_count=props.multi_processor_count, driver=driver,
                       cuda=str(torch.version.cuda), torch=torch.__version__,
                       triton=triton.__version__,
                       date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                      command=command, git_sha=sha, hardware_spec=spec)
+                      command=command, git_sha=git_sha(), hardware_spec=spec)
 
 
 def _inputs(graph, seed: int) -> dict[str, torch.Tensor]:

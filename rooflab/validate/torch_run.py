@@ -34,6 +34,8 @@ import sys
 import time
 from typing import Callable
 
+from rooflab.validate.gpu import git_sha
+
 SCHEMA = "rooflab.torch-run/1"
 _TARGET_S = 0.020          # time each measurement for at least 20 ms (and >= 3 calls)
 _MAX_CALLS = 2000          # a 5 µs op: 2000 calls are 10 ms of host dispatch
@@ -249,7 +251,7 @@ def provenance(torch, device: str, command: str) -> dict:
                datetime.timezone.utc).isoformat(timespec="seconds"),
            "command": command, "python": platform.python_version(), "torch": torch.__version__,
            "device": device, "gpu": None, "cuda": torch.version.cuda, "driver": None,
-           "triton": None}
+           "triton": None, "git_sha": git_sha()}
     try:
         import triton
         out["triton"] = triton.__version__
