@@ -434,14 +434,17 @@ def _attention_balance(info: _Graphinfo, kernel: Kernel, sm_count: int) -> float
     if att is not None:
         # mla_attention's keys are its latent cache, [B, Sk, L]: the third input
         keys = att.inputs[2] if att.kind == "mla_attention" else att.inputs[1]
-        q, k = g.tensors[info.rt(att.inputs[0])], g.tensors[info.rt(keys)]
+        # the shapes the op sees, not its inputs' roots: q of [B, S, H*D] viewed as [B, H, S, D]
+        # has B*H heads, not B
+        q, sk = g.tensors[att.inputs[0]], g.tensors[keys].shape[-2]
         causal = att.attrs.get("causal", True)
     elif kernel.fusion == "attention":
-        q, k = (g.tensors[info.rt(t)] for t in ops[0].inputs[:2])
+        # q kᵀ as its matmul sees q; the scores [.., Sq, Sk] count the keys
+        q, sk = g.tensors[ops[0].inputs[0]], g.tensors[ops[0].outputs[0]].shape[-1]
         causal = any(op.kind == "causal_mask" for op in ops)
     else:
         return 1.0
-    sq, sk = q.shape[-2], k.shape[-2]
+    sq = q.shape[-2]
     if sq == 1 or not causal:                     # decode splits keys; equal programs otherwise
         return 1.0
     heads = math.prod(q.shape[:-2])

@@ -230,3 +230,31 @@ def test_grouped_matmul_reference_multiplies_each_experts_rows_by_its_weights():
     want = torch.cat([x[:3] @ w[0], x[3:5] @ w[1], x[5:] @ w[2]])
     assert torch.allclose(env["y"], want, atol=1e-6)
     assert torch.allclose(env["z"], torch.cat([x[:6] @ w[1], x[6:] @ w[2]]), atol=1e-6)
+
+
+def test_attention_over_views_is_balanced_by_the_heads_it_sees(h200):
+    """q, k, v viewed out of [8, 512, 1024] as [8, 16, 512, 64] (reshape, permute: what a
+    module's `view().transpose()` traces to) are 8 x 16 = 128 heads of 4 query blocks, not the
+    root's 8: block j scans j + 1 key blocks, 128 x 10 = 1280 block-units over 132 SMs (9.7
+    each) outlast the longest program (4), so every SM is busy: balance 1, and the kernel
+    costs what it costs on fresh [8, 16, 512, 64] tensors."""
+    from rooflab import api, cost, schedule
+    views = {"tensors": {n: {"shape": [8, 512, 1024], "dtype": "bf16"} for n in "xyz"},
+             "ops": [op for n, r in (("x", "q"), ("y", "k"), ("z", "v")) for op in (
+                 {"kind": "reshape", "name": f"{r}4", "inputs": [n], "outputs": [f"{r}4"],
+                  "shape": [8, 512, 16, 64]},
+                 {"kind": "permute", "name": r, "inputs": [f"{r}4"], "outputs": [r],
+                  "dims": [0, 2, 1, 3]})]
+             + [{"kind": "attention", "name": "a", "inputs": ["q", "k", "v"], "outputs": ["o"]}]}
+    fresh = {"tensors": {n: {"shape": [8, 16, 512, 64], "dtype": "bf16"} for n in "qkv"},
+             "ops": [{"kind": "attention", "name": "a", "inputs": ["q", "k", "v"],
+                      "outputs": ["o"]}]}
+    g = workload.load_dict({"name": "views", **views})
+    s = schedule.build(g, "unfused")
+    (att,) = [k for k in s.kernels if any(g.ops[i].kind == "attention" for i in k.ops)]
+    assert cost._attention_balance(cost._Graphinfo(g), att, h200.sm_count) == pytest.approx(1.0)
+    time = {name: next(k.compute_s for k in api.predict_graph(
+                workload.load_dict({"name": name, **spec}), h200, "unfused", "graph").kernels
+                if k.kinds == ("attention",))
+            for name, spec in (("views", views), ("fresh", fresh))}
+    assert time["views"] == pytest.approx(time["fresh"])

@@ -398,8 +398,10 @@ def test_a_users_module_runs_as_a_torch_case_and_compares(tmp_path):
 
 def test_a_users_module_measured_on_the_h200_is_pinned(hw):
     # `rooflab validate --gpu --backend torch py:examples/transformer_block.py:build --input
-    # "x=[8,512,1024]:bf16"` on the lent H200: the hand-written block is over-predicted on
-    # the GPU (its kernels +23 %, the graph replay +20 %) and 4 kernels short (26 of 30)
+    # "x=[8,512,1024]:bf16"` on the lent H200: its kernels +1.4 %, the graph replay -1.0 %,
+    # 4 kernels short (26 of 30: cuBLAS's and cuDNN's memsets). Its causal SDPA reads q, k, v
+    # as views of the qkv GEMM's output: priced over those views' 128 heads (22.6 µs measured,
+    # 14.8 predicted), not the root's one (84 µs: the over-prediction of +23 % before)
     from rooflab.validate import torch_suite
     case = torch_suite.program_case(f"py:{ROOT / 'examples' / 'transformer_block.py'}:build",
                                     ("x=[8,512,1024]:bf16",))
@@ -407,8 +409,8 @@ def test_a_users_module_measured_on_the_h200_is_pinned(hw):
     assert "no case of this run is a torch-suite case" in tc.report(doc, hw)
     (row,) = tc.compare(doc, hw, extra_cases=[case])
     assert (row.kernels_predicted, row.kernels_measured) == (26, 30)
-    assert row.kernel_error == pytest.approx(0.231, abs=0.005)
-    assert row.graph_error == pytest.approx(0.199, abs=0.005)
+    assert row.kernel_error == pytest.approx(0.014, abs=0.005)
+    assert row.graph_error == pytest.approx(-0.010, abs=0.005)
 
 
 RUN_R7 = ROOT / "reports" / "validation" / "torch" / "h200-2026-12-04-r7.json"
