@@ -128,3 +128,11 @@ def test_a_fusion_priced_above_its_parts_costs_time():
     line = comparison.render_ranking(worse).splitlines()[2]
     assert f": {f.fusion} fusion costs 28.7 µs, saves " in line
     assert "saves -" not in comparison.render_ranking(worse)
+
+
+def test_the_committed_json_schema_is_the_models_schema():
+    """docs/prediction.schema.json is what `python -m rooflab.report.jsonout` prints: a field
+    added to a model and not to the published schema fails here."""
+    import json
+    committed = Path(__file__).resolve().parent.parent / "docs" / "prediction.schema.json"
+    assert json.loads(committed.read_text()) == jsonout.PredictionsJSON.model_json_schema()
