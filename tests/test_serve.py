@@ -196,3 +196,18 @@ def test_sweep_variants_and_outputs(tmp_path):
     again = CliRunner().invoke(app, ["sweep", DEC, "--batch", "1", "--output", "2", "--csv",
                                      str(tmp_path / "s.csv")])
     assert again.exit_code == 2 and "exists" in again.output
+
+
+def test_an_opaque_ops_sizes_follow_the_grid():
+    # a traced model's opaque op (DeepSeek-V3's scatter_) declares bytes that grow with the
+    # batch: priced over a sweep's grid, not forced to one integer. The sampler of
+    # workloads/opaque_library_call.yaml reads 22 B per logit + 8 per row: 22 x 128,256 + 8 =
+    # 2,821,640 B at B=1, 22 x 64 x 128,256 + 512 = 180,584,960 B at B=64
+    hw = api.load_hardware("h200")
+    part = grid.grid({"B": np.array([1, 64])})
+    answers = grid.evaluate(part, lambda p: api.predict_graph(
+        api.load_workload("workloads/opaque_library_call.yaml", {"B": p["B"]}), hw,
+        "unfused", "graph"))
+    read = grid.gather(answers, part.index.size, lambda pred: next(
+        k.hbm_read_bytes for k in pred.kernels if k.name == "top_p_sample"))
+    assert list(read) == [2_821_640, 180_584_960]

@@ -11,8 +11,9 @@ def _infer(op, ins):
 
 
 def _cost(op, ins, outs):
-    flops = int(op.attrs.get("flops", 0))
-    total = int(op.attrs.get("bytes", 0))
+    # numbers, or arrays over a sweep's grid (a traced opaque op's sizes follow the batch)
+    flops = op.attrs.get("flops", 0)
+    total = op.attrs.get("bytes", 0)
     fam = op.attrs.get("tensor_dtype")
     # The declared bytes are the op's whole HBM traffic, carried as one read of a private
     # pseudo tensor (position OPAQUE_TRAFFIC); an opaque op never shares a kernel.
