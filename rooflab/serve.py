@@ -45,11 +45,13 @@ class Steps:
     """The steps of serving a model, as functions of their sizes (ints or grid Values):
     `prefill(batch, seq)`, `decode(batch, context)`, and where the model has one,
     `extend(batch, seq, context)`: `seq` (an int) new tokens after context - seq cached ones,
-    a chunk of a chunked prefill."""
+    a chunk of a chunked prefill. `notes`: what the answers do not model about the model (a
+    quantized checkpoint priced at its config's dtype)."""
     name: str
     prefill: Callable[..., Graph]
     decode: Callable[..., Graph]
     extend: Callable[..., Graph] | None = None
+    notes: tuple[str, ...] = ()
 
 
 def steps_of(source: str, prefill_source: str | None = None,
@@ -63,7 +65,7 @@ def steps_of(source: str, prefill_source: str | None = None,
         raise RooflabError(f"--set {swept[0]}: serve sets batch with --batch and the lengths "
                            "with --input and --output")
     if source.startswith("hf:"):
-        from rooflab.trace import parametric
+        from rooflab.trace import parametric, zoo
         fixed = tuple(sorted(sets.items()))
         name = source[3:]
         pre, dec = (parametric.hf_step(name, p, fixed) for p in ("prefill", "decode"))
@@ -71,7 +73,9 @@ def steps_of(source: str, prefill_source: str | None = None,
         def extend(b, s, c):
             return parametric.hf_step(name, "extend", tuple(sorted({**sets, "seq": s}.items()))
                                       ).graph(b, c)
-        return Steps(name, lambda b, s: pre.graph(b, s), lambda b, c: dec.graph(b, c), extend)
+        note = zoo.quantization_note(*zoo.resolve_config(name)[:2])
+        return Steps(name, lambda b, s: pre.graph(b, s), lambda b, c: dec.graph(b, c), extend,
+                     (note,) if note else ())
     if source.startswith("py:"):
         raise RooflabError(f"{source}: serve needs a model's prefill and decode steps: give an "
                            "hf: model or workload YAMLs (py: modules have no KV cache)")
@@ -172,7 +176,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
                 method="every decode step priced at its own context" if kv == "growing"
                 else "every decode step priced at input + output (a static cache)",
                 chunk=chunk, tp=tp, ep=ep, dp=dp, sp=bool(sp),
-                largest_batch=largest)
+                largest_batch=largest, notes=list(steps.notes))
     return ServeTable(cols, meta)
 
 

@@ -8,6 +8,7 @@ import typer
 
 from rooflab.cli.common import app, hardware_app, user_errors
 from rooflab.errors import RooflabError
+from rooflab.terminal import printable
 
 
 @hardware_app.command("list")
@@ -57,3 +58,6 @@ def models(
             "repository"]
     typer.echo("Weights and KV cache at each config's dtype; active = parameters one token uses "
                "(MoE: top-k of the routed experts).\n\n" + grid(cols, rows, left={0, 1, 7}))
+    for i in infos:
+        if i.quantization_note:
+            typer.echo(printable(f"note: {i.quantization_note}"))  # from the user's file

@@ -68,4 +68,5 @@ def render(table: ServeTable, title: str = "") -> str:
         lines.append(printable(f"largest batch that fits on {fit['gpu']} at {fit['input_tokens']} + "
                                f"{fit['output_tokens']} tokens{f' ({of})' if of else ''}: "
                                f"{fit['batch']}"))
+    lines += [printable(f"note: {n}") for n in meta.get("notes", [])]
     return "\n".join(lines)

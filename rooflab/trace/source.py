@@ -115,14 +115,15 @@ def _traced_hf(name: str, phase: str, sets: tuple) -> Graph:
     if phase not in PHASES:
         raise RooflabError(f"--phase must be one of {', '.join(PHASES)}, got '{phase}'")
     sizes = {**DEFAULTS, **dict(sets)}
-    _, _, path = zoo.resolve_config(name)
+    model, config, path = zoo.resolve_config(name)
     k = cache.key(path, phase, sizes)
     graph = cache.load(k)
     if graph is None:
         from rooflab.trace.hf import trace_hf
         graph = trace_hf(name, phase, **sizes)
         cache.store(k, graph)
-    return graph
+    note = zoo.quantization_note(model, config)
+    return graph.with_notes((note,)) if note else graph
 
 
 def split_py(source: str) -> tuple[Path, str]:

@@ -130,7 +130,10 @@ def meta_model(config: dict, dtype: str = "bf16", source: str | Path | None = No
                            + TRACE_EXTRA) from None
     file = str(source) if source is not None else None
     torch_dtype = _torch_dtype(dtype)
-    fields = {k: v for k, v in config.items() if not k.startswith("_")}
+    # the model is built in `dtype` and priced so (quantization_note): transformers would
+    # otherwise ask for the quantizer's packages
+    fields = {k: v for k, v in config.items()
+              if not k.startswith("_") and k != "quantization_config"}
     model_type = fields.pop("model_type", None)
     if model_type not in CONFIG_MAPPING:
         raise RooflabError(f"config of an unknown architecture: model_type '{model_type}' is "
@@ -178,6 +181,25 @@ class ModelInfo:
     weight_bytes: int
     active_params: int
     kv_bytes_per_token: int
+    quantization_note: str = ""    # a quantization_config rooflab does not model (quantization_note)
+
+
+def quantization_note(name: str, config: dict) -> str | None:
+    """What a config's `quantization_config` says that rooflab does not model, as one note, or
+    None without one. The model is built and priced in the config's dtype: a checkpoint stored
+    in fp8 (DeepSeek-V3's) is priced with 16-bit weights, twice its bytes."""
+    q = config.get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    method = str(q.get("quant_method") or "unnamed")
+    detail = [str(q["fmt"])] if q.get("fmt") else []
+    block = q.get("weight_block_size")
+    if isinstance(block, list) and block:
+        detail.append("blocks of " + "x".join(map(str, block)))
+    what = " ".join([method, *detail[:1]]) + (f", {detail[1]}" if len(detail) > 1 else "")
+    dtype = config.get("dtype") or config.get("torch_dtype") or "bfloat16"
+    return (f"{name}: its quantization_config stores the weights as {what}; rooflab traces "
+            f"and prices the model in {dtype}, not as those weights")
 
 
 def _config_dtype(config: dict, file: str) -> str:
@@ -234,7 +256,8 @@ def describe(name: str, config: dict, model, file: str = "") -> ModelInfo:
         hidden=cfg.hidden_size, heads=heads,
         kv_heads=getattr(cfg, "num_key_value_heads", None) or heads, experts=n_experts,
         params=params, weight_bytes=params * nbytes, active_params=active,
-        kv_bytes_per_token=kv_bytes_per_token(cfg, nbytes))
+        kv_bytes_per_token=kv_bytes_per_token(cfg, nbytes),
+        quantization_note=quantization_note(name, config) or "")
 
 
 def model_info(name_or_path: str) -> ModelInfo:
