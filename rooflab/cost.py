@@ -318,10 +318,14 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         if c.row_bytes > hw.smem_per_sm_bytes:
             extra_passes = c.passes_if_spilled - 1      # a row that does not fit is re-read
         op = g.ops[i]
+        # ATen's SDPA reads K and V once per query head, also where they are one KV head
+        # expanded to several (transformers' repeat_kv of a single KV head stays a view)
+        per_head_kv = aten and op.kind == "attention"
         for pos, b in c.reads:
             key = info.bytes_of(op.inputs[pos]) if pos != OPAQUE_TRAFFIC \
                 else (f"{op.name}:traffic", ())
-            if pos != OPAQUE_TRAFFIC and key[0] != op.inputs[pos]:
+            if pos != OPAQUE_TRAFFIC and key[0] != op.inputs[pos] \
+                    and not (per_head_kv and pos in (1, 2)):
                 b = min(b, g.tensors[key[0]].nbytes)    # a view (an expand) names no more bytes
             if key[0] not in made:
                 # two reads of the same bytes are one; two slices of a tensor are different bytes

@@ -17,6 +17,7 @@ from rooflab.collectives import KINDS as COLLECTIVE_KINDS
 from rooflab.collectives import Path as CollectivePath
 from rooflab.dtypes import TENSOR_FAMILIES
 from rooflab.errors import RooflabError
+from rooflab.grid import vmax, vmin
 from rooflab.hardware_spec import HardwareFile
 from rooflab.kernel_families import GEMM_FAMILY, floor_at
 from rooflab.yamlio import did_you_mean, load_yaml, raise_first
@@ -168,11 +169,16 @@ class Hardware:
     def hbm_rate_for(self, nbytes: float, family: str | None = None) -> float:
         """Achievable HBM bytes/s for a kernel moving `nbytes`: the ATen kernel family's
         calibrated curve where `family` names one the spec measured, else the copy curve,
-        interpolated in log(bytes) and flat beyond its ends; the flat efficiency without one."""
-        pts = self.family_curves.get(family) or self.hbm_curve
-        if not pts:
+        interpolated in log(bytes) and flat beyond its ends; the flat efficiency without one.
+        Below a family curve's first point the kernel takes that point's time (its fixed GPU
+        time: a one-element rsqrt is not faster than a thousand-element one)."""
+        pts = self.family_curves.get(family)
+        if pts:
+            x0 = pts[0][0]
+            return self.hbm_bytes_per_s * log_interp(pts, vmax(nbytes, x0)) * vmin(nbytes, x0) / x0
+        if not self.hbm_curve:
             return self.hbm_rate
-        return self.hbm_bytes_per_s * log_interp(pts, nbytes)
+        return self.hbm_bytes_per_s * log_interp(self.hbm_curve, nbytes)
 
     def gemm_rate_for(self, flops: float, dtype: str) -> float:
         """Achievable tensor FLOP/s of a cuBLAS GEMM of `flops` in total on `dtype`: the

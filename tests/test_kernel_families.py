@@ -375,3 +375,53 @@ def test_gemm_keys_belong_to_the_gemm_family(tmp_path):
         path.write_text(yaml.safe_dump(spec))
         with pytest.raises(Exception, match=msg):
             hardware.load_file(path)
+
+
+def test_below_a_family_curves_first_point_a_kernel_takes_that_points_time(write_yaml, h200):
+    # a family curve starts at its smallest measurement, 1000 B at 1.6e-4 of peak: that
+    # kernel's time, 1000 / (4.8e12 x 1.6e-4) = 1.302 µs, is its fixed GPU time. An rsqrt of
+    # one fp32 value (8 B moved) takes that too, not 8 / (4.8e12 x 1.6e-4) = 10 ns
+    hw = replace(h200, family_curves={"elementwise_transcendental": ((1000.0, 1.6e-4),
+                                                                     (1e6, 0.16))})
+    fixed_s = 1000 / (PEAK * 1.6e-4)
+    for nbytes in (8, 500, 1000):
+        assert nbytes / hw.hbm_rate_for(nbytes, "elementwise_transcendental") == \
+            pytest.approx(fixed_s, rel=1e-12)
+    # above it, the curve as before: at 10 kB, 1/3 of the way in log(bytes) to 1 MB
+    frac = 1.6e-4 + (0.16 - 1.6e-4) / 3
+    assert hw.hbm_rate_for(1e4, "elementwise_transcendental") == pytest.approx(PEAK * frac)
+    import numpy as np
+    got = 8 / hw.hbm_rate_for(np.array([8.0, 8.0]), "elementwise_transcendental")
+    assert list(got) == pytest.approx([fixed_s, fixed_s])                 # over a grid alike
+    p = _kernels(write_yaml, """
+name: scalar_rsqrt
+tensors:
+  x: {shape: [1], dtype: fp32}
+ops:
+  - {kind: rsqrt, name: r, inputs: [x], outputs: [y]}
+outputs: [y]
+""", hw)
+    assert p.kernels[0].memory_s == pytest.approx(fixed_s, rel=1e-12)
+
+
+def test_atens_sdpa_reads_an_expanded_kv_head_once_per_query_head(write_yaml, h200):
+    # one KV head expanded (stride 0) to 4 query heads, as transformers' repeat_kv leaves it for
+    # a single KV head: ATen's SDPA reads K and V per query head, 4 x 2 x 1024 x 64 x 2 B =
+    # 1,048,576 B each, like q; a GQA-aware kernel (rooflab's) reads the one head, 262,144 B
+    text = """
+name: one_kv_head
+tensors:
+  q: {shape: [2, 4, 1024, 64], dtype: bf16}
+  k1: {shape: [2, 1, 1024, 64], dtype: bf16}
+  v1: {shape: [2, 1, 1024, 64], dtype: bf16}
+ops:
+  - {kind: expand, name: ke, shape: [2, 4, 1024, 64], inputs: [k1], outputs: [k]}
+  - {kind: expand, name: ve, shape: [2, 4, 1024, 64], inputs: [v1], outputs: [v]}
+  - {kind: attention, name: sdpa, inputs: [q, k, v], outputs: [o]}
+outputs: [o]
+"""
+    def att(kernels):
+        p = _kernels(write_yaml, text, h200, kernels=kernels)
+        return next(k for k in p.kernels if "sdpa" in k.ops)
+    assert att(None).hbm_read_bytes == 3 * 1_048_576
+    assert att("rooflab").hbm_read_bytes == 1_048_576 + 2 * 262_144
