@@ -181,7 +181,7 @@ class ModelInfo:
     weight_bytes: int
     active_params: int
     kv_bytes_per_token: int
-    quantization_note: str = ""    # a quantization_config rooflab does not model (quantization_note)
+    quantization_note: str = ""    # what its quantization_config says rooflab does not model
 
 
 def quantization_note(name: str, config: dict) -> str | None:
