@@ -83,6 +83,12 @@ def steps_of(source: str, prefill_source: str | None = None,
     pre_file = prefill_source or source
     decl = set(workload.load_yaml_data(source).get("params") or {})
     pre_decl = set(workload.load_yaml_data(pre_file).get("params") or {})
+    for flag in ("tp", "ep"):
+        if flag in sets and flag not in decl | pre_decl:
+            raise RooflabError(f"{flag} {sets[flag]}: {source} declares no `{flag}` parameter; "
+                               "--tp and --ep shard hf: models, a workload is priced as written "
+                               "(write it per GPU with a tp parameter, as "
+                               "workloads/tp_layer_allreduce.yaml does)")
     unknown = [k for k in sets if k not in decl | pre_decl]
     if unknown:
         api.load_workload(source, sets)       # says which parameter, with the known ones

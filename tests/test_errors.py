@@ -158,12 +158,22 @@ def test_flags_that_would_be_ignored_are_refused(tmp_path):
              "--from re-checks the whole run"),
             (["validate", "--dry-run", "--cases", "nosuchcase"], "no suite case matches"),
             (["predict", "hf:llama3-8b", "--microbatches", "4"], "give --pp 2 or more"),
+            # a pipeline prints its stage tables only: these printed them and exited 0
+            (["predict", "hf:llama3-8b", "--pp", "2", "--json"], "--pp with --json"),
+            (["predict", "hf:llama3-8b", "--pp", "2", "--html", str(tmp_path / "p.html")],
+             "--pp with --html"),
+            (["predict", "hf:llama3-8b", "--pp", "2", "--compare", "unfused,fused"],
+             "--pp with --compare"),
+            (["predict", "hf:llama3-8b", "--pp", "2", "-l", "eager,graph"],
+             "--pp with several --launch modes"),
             (["sweep", "llama3_8b_decode", "--batch", "1", "--csv", str(tmp_path / "f"),
               "--json", str(tmp_path / "f")], "--csv writes that file too"),
+            (["serve", "llama3_70b_decode", "--tp", "8"],
+             "tp 8: llama3_70b_decode declares no `tp` parameter"),
             (["serve", "llama3_8b_decode", "--batch", "1", "-l", "warp"],
              "unknown launch mode 'warp'"),
             (["validate", "--from", str(tmp_path / "missing.json")], "cannot be read")):
         r = run(app, args)
         assert r.exit_code == 2 and words in r.output, (args, r.output)
         assert len(r.output.strip().splitlines()) == 1
-    assert not (tmp_path / "f").exists()
+    assert not (tmp_path / "f").exists() and not (tmp_path / "p.html").exists()

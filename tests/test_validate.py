@@ -92,6 +92,37 @@ def test_dry_run_prints_sources():
     assert "@triton.jit" in r.stdout and "tl.rsqrt" in r.stdout and "tl.dot" in r.stdout
 
 
+def test_dry_run_of_a_workload_with_fp4_skips_what_triton_cannot_read():
+    # nvfp4 (block-scaled, two values a byte) has no Triton pointer type: its kernels are
+    # skipped with the reason, the bf16 ones still print
+    r = runner.invoke(app, ["validate", "fp4_gemm", "--dry-run"])
+    assert r.exit_code == 0, r.output
+    assert "# skipped: no generated Triton kernel reads nvfp4" in r.stdout
+
+
+def test_dry_run_of_a_reshaped_view_into_a_batched_gemm():
+    # rotary embedding's bmm reads inv_freq [64] through a reshape to [1, 64, 1]: the bmm
+    # template tiles its operands' own shapes, so that kernel is generated, not templated
+    text = """
+name: rotary_bmm
+tensors:
+  f: {shape: [64], dtype: fp32}
+  p: {shape: [1, 1, 1], dtype: fp32}
+ops:
+  - {kind: reshape, name: f3, shape: [1, 64, 1], inputs: [f], outputs: [f3]}
+  - {kind: matmul, name: bmm, inputs: [f3, p], outputs: [o]}
+outputs: [o]
+"""
+    import yaml
+    from rooflab.validate.kernels import route
+    g = workload.load_dict(yaml.safe_load(text))
+    pred = api.predict_graph(g, api.load_hardware("h200"), "unfused", "graph", "rooflab")
+    sg = pred.schedule.graph
+    (k,) = [k for k in pred.schedule.kernels if any(sg.ops[i].name == "bmm" for i in k.ops)]
+    built = route.build(sg, k)
+    assert built.kind != "template" and "@triton.jit" in built.source
+
+
 @pytest.mark.parametrize("cmd", [["validate", "--gpu"], ["calibrate", "--gpu", "-o", "/tmp/never.yaml"]])
 def test_gpu_commands_refuse_without_a_gpu(cmd):
     try:

@@ -64,6 +64,14 @@ def predict(
         overrides.update({k: v for k, v in (("tp", tp), ("ep", ep), ("sp", int(sp))) if v > 1
                           or (k == "sp" and v)})
     if pp > 1:
+        # a pipeline prints its stages under one schedule and launch mode: refuse what it drops
+        dropped = [flag for flag, given in (("--json", as_json), ("--html", html),
+                                            ("--compare", compare), ("--all", all_kernels),
+                                            ("several --launch modes", "," in launch))
+                   if given]
+        if dropped:
+            raise RooflabError(f"--pp with {dropped[0]}: a pipeline prints its stage tables only, "
+                               "under one schedule (-s) and one launch mode; drop one of them")
         from rooflab.report import parallel
         gpus = [api.load_hardware(h) for h in names_of("--hardware", hardware, "h200,b200")]
         for hw in gpus:

@@ -42,6 +42,10 @@ _SIG_DTYPES = {"fp32": "fp32", "tf32": "fp32", "bf16": "bf16", "fp16": "fp16",
 
 def _signature(g: Graph, params: list[str], constexprs: dict) -> dict:
     """Triton signature of a generated kernel, to compile it ahead of time without a GPU."""
+    missing = [g.tensors[t].dtype.name for t in params
+               if g.tensors[t].dtype.name not in _SIG_DTYPES]
+    if missing:         # block-scaled FP4/FP6: no Triton pointer type to load them through
+        raise Unsupported(f"no generated Triton kernel reads {missing[0]}")
     sig = {f"p{i}": "*" + _SIG_DTYPES[g.tensors[t].dtype.name] for i, t in enumerate(params)}
     sig.update({k: "constexpr" for k in constexprs})
     return sig

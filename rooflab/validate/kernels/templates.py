@@ -39,6 +39,8 @@ def batched_gemm(g: Graph, kernel: Kernel, views: Views) -> Built | None:
         return None
     a_n, b_n = (views(t) for t in mm.inputs)
     a, b = g.tensors[a_n], g.tensors[b_n]
+    if (a.shape, b.shape) != tuple(g.tensors[t].shape for t in mm.inputs):
+        return None     # a view that reshapes (rotary's inv_freq [64] as [1, 64, 1]): generated
     trans_b = bool(mm.attrs.get("transpose_b"))
     m, k = a.shape[-2:]
     n = b.shape[-2] if trans_b else b.shape[-1]
