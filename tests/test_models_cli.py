@@ -21,18 +21,20 @@ def test_the_table_lists_the_eight_models_with_their_counts():
     rows = {line.split()[0]: line.split() for line in lines[header + 2:]
             if line.strip() and not line.startswith("note: ")}
     assert len(rows) == 8
-    # the one quantized checkpoint is named under the table: its weights GB are bf16's
+    # the one quantized checkpoint is named under the table: its weights GB are as stored
     assert [line for line in lines if line.startswith("note: ")] == [
-        "note: deepseek-v3: its quantization_config stores the weights as fp8 e4m3, blocks of "
-        "128x128; rooflab traces and prices the model in bfloat16, not as those weights"]
+        "note: deepseek-v3: priced as its quantization_config stores it (fp8 e4m3, blocks of "
+        "128x128): the decoder layers' weights in fp8_e4m3, activations quantized to it before "
+        "each GEMM; --set weight_dtype=bf16 prices it unquantized"]
     # params B, active B, weights GB, KV bytes/token, layers, repository; Llama-3.2-1B:
     # 1,235,814,400 params -> 1.24 B, 2,471,628,800 bytes -> 2.5 GB, 16*2*8*64*2 = 32,768
     assert rows["llama3.2-1b"][1:] == ["LlamaForCausalLM", "1.24", "1.24", "2.5", "32,768", "16",
                                        "meta-llama/Llama-3.2-1B"]
     # Mixtral: 46.70 B, 12.88 B active (2 of 8 experts), 93.4 GB
     assert rows["mixtral-8x7b"][2:5] == ["46.70", "12.88", "93.4"]
-    # DeepSeek-V3: 671.03 B, 37.55 B active, 61 * (512 + 64) * 2 = 70,272 bytes per token
-    assert rows["deepseek-v3"][2:6] == ["671.03", "37.55", "1342.1", "70,272"]
+    # DeepSeek-V3: 671.03 B, 37.55 B active, 672,987,199,488 bytes with its layers in fp8
+    # (tests/test_stored_weights.py), 61 * (512 + 64) * 2 = 70,272 bytes per token
+    assert rows["deepseek-v3"][2:6] == ["671.03", "37.55", "673.0", "70,272"]
 
 
 def test_json_and_a_config_given_by_path(tmp_path):

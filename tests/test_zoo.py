@@ -184,21 +184,23 @@ def test_deepseek_v3_caches_the_mla_latent_and_runs_eight_of_256_experts(infos):
     assert i.kv_bytes_per_token == 61 * (512 + 64) * 2 == 70_272
 
 
-def test_a_quantized_checkpoint_is_named_not_priced_as_quantized(infos):
-    # DeepSeek-V3's published config stores its weights in fp8 (block-scaled); rooflab builds
-    # and prices the model at the config's dtype, and says so wherever the model is used
-    note = ("deepseek-v3: its quantization_config stores the weights as fp8 e4m3, blocks of "
-            "128x128; rooflab traces and prices the model in bfloat16, not as those weights")
-    assert infos["deepseek-v3"].quantization_note == note
-    assert infos["deepseek-v3"].weight_bytes == 2 * 671_026_404_352      # bf16, as priced
+def test_a_quantization_rooflab_does_not_price_is_named(infos):
+    # an FP8 checkpoint is priced as stored (tests/test_stored_weights.py); another method,
+    # or --set weight_dtype=bf16 on the FP8 one, is priced at 16 bits and says so
     assert infos["llama3-8b"].quantization_note == ""
     _, config, _ = zoo.resolve_config("deepseek-v3")
-    assert zoo.quantization_note("deepseek-v3", config) == note
+    assert zoo.quantization_note("deepseek-v3", config, "bf16") == (
+        "deepseek-v3: its quantization_config stores the weights as fp8 e4m3, blocks of "
+        "128x128; rooflab traces and prices the model in bf16, not as those weights")
     assert zoo.quantization_note("m", {"quantization_config": {"quant_method": "awq"},
                                        "torch_dtype": "float16"}) == (
         "m: its quantization_config stores the weights as awq; rooflab traces and prices the "
         "model in float16, not as those weights")
     assert zoo.quantization_note("m", {"quantization_config": "fp8"}) is None   # not a config
+    assert zoo.quantization_note("m", {}) is None
+    assert zoo.quantization_note("m", {}, "nvfp4") == (
+        "m: the decoder layers' weights priced as nvfp4 (--set weight_dtype), activations "
+        "quantized to it before each GEMM")
 
 
 def test_gemma3_and_the_larger_dense_models(infos):

@@ -20,6 +20,7 @@ from pathlib import Path
 from rooflab.bundled import MODEL_DIR, model_file
 from rooflab.dtypes import DTYPES, lookup
 from rooflab.errors import RooflabError
+from rooflab.trace.stored_weights import checkpoint_weight_dtype, stored_narrow
 from rooflab.yamlio import did_you_mean
 
 TRACE_EXTRA = "pip install 'rooflab[trace]'"
@@ -161,8 +162,9 @@ def meta_model(config: dict, dtype: str = "bf16", source: str | Path | None = No
 class ModelInfo:
     """What one model config describes, counted on the model transformers builds from it.
 
-    params: every parameter element (a tied lm_head counted once). weight_bytes: params at
-    `dtype`, the config's dtype. active_params: parameters one token uses; for a MoE, the
+    params: every parameter element (a tied lm_head counted once). weight_bytes: params as the
+    checkpoint stores them: at `dtype`, the config's dtype, except the layers an FP8
+    quantization_config stores in fp8 (stored_weights.stored_narrow). active_params: parameters one token uses; for a MoE, the
     routed experts count `top_k / experts` of theirs (shared experts, attention, router,
     embeddings count whole). kv_bytes_per_token: bytes one token adds to transformers' KV
     cache over all layers at `dtype` (for a sliding-window layer, until the window is full).
@@ -184,22 +186,34 @@ class ModelInfo:
     quantization_note: str = ""    # what its quantization_config says rooflab does not model
 
 
-def quantization_note(name: str, config: dict) -> str | None:
-    """What a config's `quantization_config` says that rooflab does not model, as one note, or
-    None without one. The model is built and priced in the config's dtype: a checkpoint stored
-    in fp8 (DeepSeek-V3's) is priced with 16-bit weights, twice its bytes."""
+def quantization_note(name: str, config: dict, weight_dtype: str | None = None) -> str | None:
+    """One note on how the model's weights are priced where that is not the config's dtype
+    throughout, or None. `weight_dtype`: a --set weight_dtype (None: as the checkpoint stores
+    them). A `quantization_config` rooflab prices (FP8: stored_weights.checkpoint_weight_dtype)
+    is priced as stored; another (AWQ, GPTQ, ...) is named and priced at the config's dtype."""
     q = config.get("quantization_config")
+    stored = weight_dtype or checkpoint_weight_dtype(config)
+    dtype = config.get("dtype") or config.get("torch_dtype") or "bfloat16"
+    model_dtype = lookup(str(dtype))
+    narrow = stored and model_dtype and lookup(stored).bits < model_dtype.bits
+    how = "activations quantized to it before each GEMM"
     if not isinstance(q, dict):
-        return None
+        return (f"{name}: the decoder layers' weights priced as {stored} (--set weight_dtype), "
+                f"{how}") if narrow else None
     method = str(q.get("quant_method") or "unnamed")
     detail = [str(q["fmt"])] if q.get("fmt") else []
     block = q.get("weight_block_size")
     if isinstance(block, list) and block:
         detail.append("blocks of " + "x".join(map(str, block)))
     what = " ".join([method, *detail[:1]]) + (f", {detail[1]}" if len(detail) > 1 else "")
-    dtype = config.get("dtype") or config.get("torch_dtype") or "bfloat16"
+    if weight_dtype is None and narrow:
+        return (f"{name}: priced as its quantization_config stores it ({what}): the decoder "
+                f"layers' weights in {stored}, {how}; --set weight_dtype={model_dtype.name} "
+                "prices it unquantized")
+    if narrow:
+        return f"{name}: the decoder layers' weights priced as {stored} (--set weight_dtype), {how}"
     return (f"{name}: its quantization_config stores the weights as {what}; rooflab traces "
-            f"and prices the model in {dtype}, not as those weights")
+            f"and prices the model in {stored or dtype}, not as those weights")
 
 
 def _config_dtype(config: dict, file: str) -> str:
@@ -240,6 +254,9 @@ def describe(name: str, config: dict, model, file: str = "") -> ModelInfo:
     dtype = _config_dtype(config, file)
     nbytes = DTYPES[dtype].bits // 8
     params = sum(p.numel() for p in model.parameters())
+    stored = DTYPES[checkpoint_weight_dtype(config) or dtype]
+    weight_bytes = sum((stored if stored_narrow(n, p.dim()) else DTYPES[dtype]).nbytes(p.numel())
+                       for n, p in model.named_parameters())
     routed = routed_expert_params(model)
     n_experts = next((getattr(cfg, a) for a in _EXPERT_COUNTS if getattr(cfg, a, None)), 0)
     top_k = getattr(cfg, _TOP_K, None) or 0
@@ -255,7 +272,7 @@ def describe(name: str, config: dict, model, file: str = "") -> ModelInfo:
         model_type=config["model_type"], dtype=dtype, layers=cfg.num_hidden_layers,
         hidden=cfg.hidden_size, heads=heads,
         kv_heads=getattr(cfg, "num_key_value_heads", None) or heads, experts=n_experts,
-        params=params, weight_bytes=params * nbytes, active_params=active,
+        params=params, weight_bytes=weight_bytes, active_params=active,
         kv_bytes_per_token=kv_bytes_per_token(cfg, nbytes),
         quantization_note=quantization_note(name, config) or "")
 

@@ -1,0 +1,112 @@
+"""A traced step with its decoder layers' weights stored in a narrower dtype than the model
+computes in: an FP8 checkpoint (DeepSeek-V3's), or `--set weight_dtype=fp8` / `nvfp4` asked of any hf:
+model.
+
+Which weights a low-precision checkpoint stores narrow (`stored_narrow`): the matrices of the
+decoder layers' linear layers and expert stacks. The embedding, the lm_head, norms, biases and
+the MoE router (`gate`, `router`) stay in the model's dtype, as FP8 checkpoints and serving
+engines keep them (vLLM's FP8 layers skip the router and lm_head).
+
+How a narrow weight is multiplied (`with_weight_dtype`): W8A8 / W4A4. The GEMM's activation is
+quantized to the weight's dtype first (one `quantize` kernel per activation, shared by the
+projections that read it: q/k/v, gate/up) and the GEMM runs on that dtype's tensor cores,
+writing the model's dtype. The per-block scales of a weight (one fp32 per 128x128 block) and of an
+activation (one per 128 values) are under 1/64 of the bytes they scale and are not counted;
+nvfp4's and mxfp4's own block scales are part of the dtype. A GPU without tensor cores for the
+dtype runs it as rooflab.lowering says (dequantized to 16 bits first: no speedup).
+
+Weight-only int4 / int8 (AWQ, GPTQ: Marlin-style kernels that split K over the SMs) is not
+offered: rooflab's own weight-only GEMM does not split K, so a decode step's skinny GEMMs would be
+priced as filling a fraction of the SMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rooflab.dtypes import DType, lookup
+from rooflab.errors import RooflabError
+from rooflab.graph import Graph, Op, Tensor
+from rooflab.ops import KINDS, Role, view_regions, view_roots
+
+WEIGHT_DTYPES = ("fp8_e4m3", "nvfp4", "mxfp4")
+_GEMMS = ("matmul", "grouped_matmul")
+_ROUTERS = ("gate", "router")      # an MoE block's router module names (not gate_proj)
+
+
+def stored_narrow(param: str, ndim: int) -> bool:
+    """Whether a low-precision checkpoint stores parameter `param` (a named_parameters() name,
+    of `ndim` dimensions) narrow: a 2-D or 3-D (expert stack) tensor of a decoder layer
+    (`layers.N.`) that is not a router's."""
+    parts = param.split(".")
+    return (ndim >= 2 and "layers" in parts and not any(r in parts for r in _ROUTERS))
+
+
+def checkpoint_weight_dtype(config: dict) -> str | None:
+    """The dtype a config's `quantization_config` stores its layers' weights in, where rooflab
+    prices it (FP8, `quant_method: fp8`, e4m3); None for a config without one or another
+    method (whose note says it is priced at the config's dtype)."""
+    q = config.get("quantization_config")
+    if not isinstance(q, dict) or q.get("quant_method") != "fp8":
+        return None
+    return "fp8_e4m3" if str(q.get("fmt", "e4m3")) == "e4m3" else None
+
+
+def weight_dtype(given: str, file: str = "") -> DType:
+    """The DType of a `--set weight_dtype=` value; RooflabError naming the ones priced."""
+    d = lookup(str(given))
+    if d is None or d.name not in WEIGHT_DTYPES + ("bf16", "fp16"):
+        hint = (" (weight-only int GEMMs are not priced: rooflab/trace/stored_weights.py)"
+                if d is not None and not d.is_float else "")
+        raise RooflabError(f"--set weight_dtype={given}: one of {', '.join(WEIGHT_DTYPES)}, or "
+                           f"bf16 / fp16 for 16-bit weights{hint}", file=file or None)
+    return d
+
+
+def with_weight_dtype(graph: Graph, dtype: str) -> Graph:
+    """`graph` (a traced step) with the weights `stored_narrow` keeps stored as `dtype`, their
+    GEMMs rewritten as the module docstring says; the same graph when `dtype` is not narrower
+    than the weights."""
+    to = weight_dtype(dtype)
+    root = view_roots(graph)
+    made = graph.producers()
+    narrow: set[str] = set()
+    for op in graph.ops:
+        if op.kind not in _GEMMS:
+            continue
+        w = root.get(op.inputs[1], op.inputs[1])
+        t = graph.tensors[w]
+        if (w not in made and t.dtype.is_float and t.dtype.bits > to.bits
+                and stored_narrow(w, len(t.shape))):
+            narrow.add(w)
+    # a weight another op also reads (not through a view) keeps its dtype for that op
+    for op in graph.ops:
+        if KINDS[op.kind].role is not Role.VIEW:
+            for j, t in enumerate(op.inputs):
+                if not (op.kind in _GEMMS and j == 1):
+                    narrow.discard(root.get(t, t))
+    if not narrow:
+        return graph
+    tensors = {n: (Tensor(n, t.shape, to, t.strides) if root.get(n, n) in narrow else t)
+               for n, t in graph.tensors.items()}
+    # projections of one activation read it through views of their own (each F.linear
+    # reshapes it): one quantize serves every view of the same bytes in the same shape
+    region = view_regions(graph)
+    ops: list[Op] = []
+    quantized: dict[tuple, str] = {}     # (root, region, shape) of an activation -> its copy
+    for op in graph.ops:
+        if op.kind not in _GEMMS or \
+                root.get(op.inputs[1], op.inputs[1]) not in narrow:
+            ops.append(op)
+            continue
+        x, w = op.inputs
+        out_dtype = graph.tensors[op.outputs[0]].dtype.name
+        key = (*region.get(x, (x, ())), tensors[x].shape)
+        if key not in quantized:
+            quantized[key] = f"{x}.{to.name}"
+            tensors[quantized[key]] = Tensor(quantized[key], tensors[x].shape, to)
+            ops.append(Op(f"{op.name}.quantize_input", "quantize", (x,), (quantized[key],),
+                          {"dtype": to.name}, block=op.block))
+        ops.append(replace(op, inputs=(quantized[key], w),
+                           attrs={**op.attrs, "dtype": out_dtype}))
+    return replace(graph, tensors=tensors, ops=tuple(ops))

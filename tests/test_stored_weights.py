@@ -1,0 +1,99 @@
+"""Weights stored narrow (an FP8 checkpoint, --set weight_dtype): which weights, the GEMMs
+rewritten W8A8, and the bytes, worked out by hand from the configs."""
+
+import pytest
+
+from rooflab import api
+from rooflab.errors import RooflabError
+from rooflab.trace import zoo
+from rooflab.trace.stored_weights import checkpoint_weight_dtype, stored_narrow, weight_dtype
+
+
+def test_which_parameters_a_checkpoint_stores_narrow():
+    assert stored_narrow("model.layers.0.mlp.gate_proj.weight", 2)
+    assert stored_narrow("model.layers.3.mlp.experts.gate_up_proj", 3)       # an expert stack
+    assert stored_narrow("model.layers.0.self_attn.kv_b_proj.weight", 2)
+    assert not stored_narrow("model.layers.3.mlp.gate.weight", 2)            # DeepSeek's router
+    assert not stored_narrow("model.layers.0.block_sparse_moe.gate.weight", 2)   # Mixtral's
+    assert not stored_narrow("model.layers.0.input_layernorm.weight", 1)
+    assert not stored_narrow("model.embed_tokens.weight", 2)
+    assert not stored_narrow("lm_head.weight", 2)
+
+
+def test_the_checkpoint_dtype_comes_from_an_fp8_quantization_config():
+    _, config, _ = zoo.resolve_config("deepseek-v3")
+    assert checkpoint_weight_dtype(config) == "fp8_e4m3"
+    assert checkpoint_weight_dtype({"quantization_config": {"quant_method": "awq"}}) is None
+    assert checkpoint_weight_dtype({"quantization_config": {"quant_method": "fp8",
+                                                            "fmt": "e5m2"}}) is None
+    assert checkpoint_weight_dtype({}) is None
+    assert weight_dtype("fp8").name == "fp8_e4m3" and weight_dtype("bf16").name == "bf16"
+    with pytest.raises(RooflabError, match=r"weight_dtype=int4: one of fp8_e4m3, nvfp4, mxfp4.*"
+                                           r"weight-only int GEMMs are not priced"):
+        weight_dtype("int4")
+    with pytest.raises(RooflabError, match="weight_dtype=fp32: one of"):
+        weight_dtype("fp32")
+
+
+@pytest.fixture(scope="module")
+def llama_1b():
+    pytest.importorskip("transformers")
+    sizes = {"batch": 2, "context": 64, "layers": 1}
+    from rooflab.trace.source import load
+    return (load("hf:llama3.2-1b", sizes, "decode"),
+            load("hf:llama3.2-1b", {**sizes, "weight_dtype": "fp8"}, "decode"))
+
+
+def _input_bytes(g):
+    made = {t for op in g.ops for t in op.outputs}
+    read = {t for op in g.ops for t in op.inputs}
+    return sum(t.nbytes for n, t in g.tensors.items() if n in read and n not in made)
+
+
+def test_fp8_weights_halve_the_layers_weights_and_quantize_each_activation_once(llama_1b):
+    bf16, fp8 = llama_1b
+    # Llama-3.2-1B, one layer: q and o 2048x2048, k and v 2048x512, gate/up/down 2048x8192:
+    # 60,817,408 weights, one byte fewer each; embedding (tied lm_head) and norms stay bf16
+    assert _input_bytes(bf16) - _input_bytes(fp8) == 60_817_408
+    assert fp8.tensors["model.embed_tokens.weight"].dtype.name == "bf16"
+    assert fp8.tensors["model.layers.0.mlp.down_proj.weight"].dtype.name == "fp8_e4m3"
+    # one quantize per activation: q/k/v share theirs, gate/up theirs
+    quantized = [(o.name.split(".")[-3], fp8.tensors[o.inputs[0]].shape)
+                 for o in fp8.ops if o.kind == "quantize"]
+    assert quantized == [("q_proj", (2, 2048)), ("o_proj", (2, 2048)),
+                         ("gate_proj", (2, 2048)), ("down_proj", (2, 8192))]
+    gemms = {o.name: o for o in fp8.ops if o.kind == "matmul"}
+    k_proj = gemms["model.layers.0.self_attn.k_proj.mm"]
+    assert [fp8.tensors[t].dtype.name for t in (*k_proj.inputs, *k_proj.outputs)] == \
+        ["fp8_e4m3", "fp8_e4m3", "bf16"]
+    assert fp8.tensors[gemms["lm_head.mm"].inputs[1]].dtype.name == "bf16"
+    assert fp8.notes[-1] == ("llama3.2-1b: the decoder layers' weights priced as fp8_e4m3 "
+                             "(--set weight_dtype), activations quantized to it before each GEMM")
+
+
+def test_unfused_hbm_bytes_of_the_fp8_step_by_hand(llama_1b):
+    bf16, fp8 = llama_1b
+    hw = api.load_hardware("h200")
+    a, b = (api.predict_graph(g, hw, "unfused", "eager").totals for g in llama_1b)
+    # the seven GEMMs read 60,817,408 weight bytes fewer and their activations at one byte:
+    # q, k, v read [2, 2048] (4,096 B less each), o 4,096, gate and up 4,096 each, down
+    # [2, 8192] 16,384: 40,960 B less. The four quantize kernels read the bf16 activations
+    # (8,192 * 3 + 32,768) and write them at one byte (4,096 * 3 + 16,384).
+    saved = 60_817_408 + 40_960
+    added = (8_192 * 3 + 32_768) + (4_096 * 3 + 16_384)
+    assert a.hbm_bytes - b.hbm_bytes == saved - added
+    assert b.flops == a.flops + 2 * (2048 * 2 * 3 + 8192 * 2)     # quantize: 2 FLOPs a value
+
+
+def test_deepseek_v3_is_priced_as_its_fp8_checkpoint():
+    pytest.importorskip("transformers")
+    info = zoo.model_info("deepseek-v3")
+    # 671,026,404,352 parameters; kept 16-bit: embedding and lm_head 129,280 x 7,168 each,
+    # 58 routers 256 x 7,168, norms (61 x (7,168 * 2 + 1,536 + 512) + 7,168): 1,960,795,136
+    wide = 2 * 926_679_040 + 58 * 256 * 7168 + 61 * (7168 * 2 + 1536 + 512) + 7168
+    assert wide == 1_960_795_136
+    assert info.weight_bytes == (671_026_404_352 - wide) + 2 * wide == 672_987_199_488
+    assert info.quantization_note == (
+        "deepseek-v3: priced as its quantization_config stores it (fp8 e4m3, blocks of "
+        "128x128): the decoder layers' weights in fp8_e4m3, activations quantized to it before "
+        "each GEMM; --set weight_dtype=bf16 prices it unquantized")
