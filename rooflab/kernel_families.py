@@ -147,7 +147,7 @@ _REDUCE = ("sum", "mean", "max")
 _BY_KIND = {"cast": "cast", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
             "concat": "cat", "embedding": "embedding", "index_select": "embedding",
             "gather": "embedding", "index": "embedding", "index_copy": "index_copy",
-            "index_put": "index_copy"}
+            "index_put": "index_copy", "copy_into": "elementwise"}
 
 
 def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],

@@ -26,7 +26,7 @@ from rooflab.graph import Graph, outer_block_index
 from rooflab.grid import vmax
 from rooflab.hardware import Hardware
 from rooflab.kernel_dag import KernelDag
-from rooflab.ops import KINDS, Role, view_roots
+from rooflab.ops import KINDS, Role, allocates, view_roots
 from rooflab.policies import FusionPolicy, load_policy
 
 # Group "anchors": what a kernel is built around. A kernel of only pointwise ops is POINTWISE.
@@ -563,7 +563,7 @@ def _one_per_launch(graph: Graph) -> tuple[Kernel, ...]:
                 kernels[-1] = Kernel(last.name, last.ops + (i,), last.anchor, "library epilogue",
                                      last.stopped_by, last.launches)
                 continue
-        kernels.append(Kernel(op.name, (i,), role, launches=vmax(op.launches, 1)))
+        kernels.append(Kernel(op.name, (i,), role, launches=vmax(op.launches, int(not allocates(op)))))
     return tuple(kernels)
 
 
@@ -589,7 +589,8 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
         inside = set(names)
         stopped = tuple(f"{r.op}: {r.reason}" for n in names for r in refusals_by_op.get(n, ())
                         if r.op not in inside)
-        launches = 1 + sum(vmax(graph.ops[i].launches - 1, 0) for i in ops)
+        launches = int(not all(allocates(graph.ops[i]) for i in ops)) + sum(
+            vmax(graph.ops[i].launches - 1, 0) for i in ops)
         if policy.extern_gemm and gr.anchor[gid] not in _LIBRARY:
             launches = 1
         split = policy.split_reductions and gr.anchor[gid] is Role.REDUCTION and hw is not None \

@@ -146,12 +146,13 @@ def test_llama3_8b_decode_yaml_by_hand():
 # rotary inv_freq (head_dim / 2 fp32: 64 * 4 = 256 B; Gemma-3 has a local and a global one,
 # 2 * 128 * 4 = 1,024 B) and Gemma's embed_scale (a bf16 scalar, 2 B). model_info counts
 # parameters only. Inputs: input_ids [2, 1] int64 = 16 B and one int64 scalar per layer (the
-# cache's position counter, 8 B); Mixtral adds one [4] int64 per layer in its expert routing.
+# cache's position counter, 8 B). Mixtral's expert routing allocates a [4] int64 per layer
+# (torch.empty): a buffer of the step, an activation, not an input.
 ZOO = {
     # name: (parameters, buffer bytes, kv bytes per token, input bytes)
     "llama3-8b": (8_030_261_248, 256, 32 * 2 * 8 * 128 * 2, 16 + 32 * 8),
     "gemma3-1b": (999_885_952, 1024 + 2, 26 * 2 * 1 * 256 * 2, 16 + 26 * 8),
-    "mixtral-8x7b": (46_702_792_704, 256, 32 * 2 * 8 * 128 * 2, 16 + 32 * 8 + 32 * 32),
+    "mixtral-8x7b": (46_702_792_704, 256, 32 * 2 * 8 * 128 * 2, 16 + 32 * 8),
     "qwen2.5-7b": (7_615_616_512, 256, 28 * 2 * 4 * 128 * 2, 16 + 28 * 8),
 }
 
@@ -190,8 +191,31 @@ def test_llama3_8b_traced_activation_peak_by_hand():
     # The peak is layer 30's SDPA call. transformers' repeat_kv copies K and V to all 32
     # query heads: [2, 8, 4, 64, 128] bf16 = 1,048,576 B each; the residual stream, the
     # rotated query and SDPA's output [2, 32, 1, 128] (or [2, 1, 4096]) bf16 = 16,384 B
-    # each; cos, sin [1, 1, 128] bf16 = 256 B each; the mask [1, 1, 1, 64] bool = 64; two
-    # aranges int64 [2] + [1] = 24; the position counters layers 0-30 wrote (graph outputs,
-    # live to the end) 31 * 8 = 248:
-    #   2,097,152 + 49,152 + 512 + 64 + 24 + 248 = 2,147,152
-    assert m.activation_peak_bytes == 2_147_152
+    # each; cos, sin [1, 1, 128] bf16 = 256 B each; the mask [1, 1, 1, 64] bool = 64; the
+    # position counters layers 0-30 wrote (graph outputs, live to the end) 31 * 8 = 248. (The
+    # mask builder's two aranges, int64 [2] and [1], are read by nothing but views nothing
+    # reads: live during their own op only.)
+    #   2,097,152 + 49,152 + 512 + 64 + 248 = 2,147,128
+    assert m.activation_peak_bytes == 2_147_128
+
+
+def test_deepseek_keys_built_in_a_buffer_are_an_activation_not_a_cache():
+    pytest.importorskip("transformers")
+    # transformers' DeepSeek-V3 attention allocates each layer's keys (new_empty [2, 128, 64,
+    # 192] bf16 = 6,291,456 B) and copies the un-rotated and rotated parts into slices of
+    # them. That buffer lives from its layer's allocation to its SDPA: the cache is the latent
+    # alone, (512 + 64) * 2 B per token and layer, and the peak does not grow with the layers
+    # (2 more layers add their two 8 B position counters, graph outputs live to the end).
+    memories = {}
+    for layers in (2, 4):
+        src, sets = "hf:deepseek-v3", {"batch": 2, "context": 64, "layers": layers}
+        g = api.load_workload(src, sets, "decode")
+        probes = probe_graphs(g, lambda s: api.load_workload(src, s, "decode"), sets)
+        memories[layers] = step_memory(g, tensor_roles(g, probes))
+        assert memories[layers].kv_cache_bytes == layers * 2 * 64 * (512 + 64) * 2
+        buffers = [op for op in g.ops if op.kind == "fill" and op.attrs.get("fn") == "empty"
+                   and g.tensors[op.outputs[0]].shape == (2, 128, 64, 192)]
+        assert len(buffers) == layers and all(op.launches == 0 for op in buffers)
+        assert sum(op.kind == "copy_into" for op in g.ops) == 2 * layers
+    assert memories[4].activation_peak_bytes - memories[2].activation_peak_bytes == 16
+    assert memories[2].activation_peak_bytes > 6_291_456

@@ -59,8 +59,9 @@ CASES = [
      {"sizes": [2, 4]}),
     ("unbind", lambda x: x.unbind(0)[0] * 2, (t(2, 3),), ["split", "reshape", "reshape", "scale"],
      {"sizes": [1, 1]}),
-    ("empty", lambda x: torch.empty(3, device="meta").add_(x), (t(3, dtype=f32),), ["add"], None),
-    ("empty_like", lambda x: torch.empty_like(x).copy_(x), (t(3),), ["copy"], None),
+    ("empty", lambda x: torch.empty(3, device="meta").add_(x), (t(3, dtype=f32),),
+     ["fill", "add"], {"fn": "empty"}),
+    ("empty_like", lambda x: torch.empty_like(x).copy_(x), (t(3),), ["fill", "copy"], None),
     ("zeros", lambda x: torch.zeros(5, device="meta") + x, (t(5, dtype=f32),), ["fill", "add"],
      {"shape": [5], "dtype": "fp32", "fn": "zeros"}),
     ("ones", lambda x: torch.ones(5, device="meta") + x, (t(5, dtype=f32),), ["fill", "add"], None),
@@ -147,10 +148,10 @@ CASES = [
     ("_safe_softmax", lambda x: torch.ops.aten._safe_softmax(x, -1), (t(4, 8),), ["softmax"],
      {"axis": 1}),
     ("empty_strided", lambda x: torch.empty_strided((4,), (1,), device="meta").copy_(x),
-     (t(4, dtype=f32),), ["copy"], None),
-    ("new_empty", lambda x: x.new_empty(4).copy_(x), (t(4),), ["copy"], None),
+     (t(4, dtype=f32),), ["fill", "copy"], None),
+    ("new_empty", lambda x: x.new_empty(4).copy_(x), (t(4),), ["fill", "copy"], None),
     ("new_empty_strided", lambda x: x.new_empty_strided((4,), (1,)).copy_(x), (t(4),),
-     ["copy"], None),
+     ["fill", "copy"], None),
     ("_grouped_mm", lambda x, w, offs: torch._grouped_mm(x, w, offs=offs),
      (t(64, 32), t(4, 32, 16), t(4, dtype=torch.int32)), ["grouped_matmul"], {}),
 ]
@@ -221,6 +222,27 @@ def test_sdpa_with_a_boolean_mask_launches_four_kernels():
     assert [op.launches for op in g.ops] == [4]
 
 
+def test_copies_into_slices_of_a_buffer_write_the_buffer():
+    def fill_halves(a, b):
+        buf = a.new_empty(2, 8)
+        buf[:, :4].copy_(a)
+        buf[:, 4:].copy_(b)
+        return buf * 2
+    g = traced(fill_halves, t(2, 4), t(2, 4))
+    assert kinds(g) == ["fill", "slice", "copy_into", "slice", "copy_into", "scale"]
+    alloc, _, first, _, second, product = g.ops
+    # an allocation: no kernel, no bytes; the copies write into the buffer, which the
+    # product reads; only the product is an output (the copies' writes always count)
+    assert alloc.launches == 0 and alloc.attrs["fn"] == "empty"
+    assert product.inputs[0] == alloc.outputs[0]
+    assert g.outputs == {product.outputs[0]}
+    hw = api.load_hardware("h200")
+    p = api.predict_graph(g, hw, "unfused", "graph")
+    # 2 x 4 bf16 = 16 B read and written by each copy; the product reads 32 B and writes 32 B
+    assert p.totals.hbm_bytes == 2 * (16 + 16) + 32 + 32
+    assert p.totals.kernels == 3
+
+
 def test_every_rule_has_a_case():
     covered = {c[0] for c in CASES} | set(GENERIC)
     assert set(RULES) - covered == set()
@@ -234,12 +256,14 @@ def test_rule(rule, fn, xs, expected, attrs):
     main = g.ops[0]           # the attributes checked are the first op's
     for key, value in (attrs or {}).items():
         assert main.attrs.get(key) == value, (key, main.attrs)
-    # views launch nothing; every other op of these rules launches one kernel, but the bias
-    # add of addmm, which runs in the GEMM's epilogue, and the ops measured to launch two
+    # views and allocations launch nothing; every other op of these rules launches one
+    # kernel, but the bias add of addmm, which runs in the GEMM's epilogue, and the ops
+    # measured to launch two
     for op in g.ops:
         views = ("reshape", "permute", "expand", "slice", "split")
-        expected_launches = 0 if op.kind in views or (rule, op.kind) == ("addmm", "add") \
-            else TWO_KERNELS.get(rule, 1)
+        nothing = op.kind in views or (rule, op.kind) == ("addmm", "add") or \
+            op.attrs.get("fn") == "empty"
+        expected_launches = 0 if nothing else TWO_KERNELS.get(rule, 1)
         assert op.launches == expected_launches, op
     # and the graph predicts
     api.predict_graph(g, api.load_hardware("h200"))

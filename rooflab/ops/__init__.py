@@ -18,10 +18,11 @@ for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
         importlib.import_module(f"{__name__}.{_module}")
 
 from rooflab.ops.attention import attention_family, attention_pairs  # noqa: E402  (registered above)
+from rooflab.ops.elementwise import allocates  # noqa: E402
 from rooflab.ops.gemm import gemm_family, qmatmul_family  # noqa: E402
 
 __all__ = ["KINDS", "OP_CLASSES", "OPAQUE_TRAFFIC", "Attr", "AttrError", "OpCost", "OpKind",
-           "Role", "ShapeError", "TritonHook", "attention_family", "attention_pairs", "broadcast", "gemm_family",
+           "Role", "allocates", "ShapeError", "TritonHook", "attention_family", "attention_pairs", "broadcast", "gemm_family",
            "kernel_op_class", "qmatmul_family", "role", "view_regions", "view_roots"]
 
 

@@ -64,14 +64,22 @@ def _fill_infer(op, ins):
     return [(shape, dt)]
 
 
+def allocates(op) -> bool:
+    """Whether `op` only allocates its output (torch.empty): no bytes, no kernel of its own."""
+    return op.kind == "fill" and op.attrs.get("fn") == "empty"
+
+
 def _fill_cost(op, ins, outs):
+    if allocates(op):
+        return OpCost()
     return OpCost(vector_flops=outs[0].numel, writes=((0, outs[0].nbytes),))
 
 
 register(OpKind(
     "fill", Role.POINTWISE, "pointwise", (0, 0),
     "A kernel that writes a new tensor of `shape` and `dtype` from no input (zeros, full, "
-    "arange): writes it once, 1 FLOP per element.",
+    "arange): writes it once, 1 FLOP per element. `fn: empty` is an allocation (torch.empty): "
+    "nothing written, no FLOPs; with `launches: 0`, no kernel.",
     _fill_infer, _fill_cost,
     {"shape": Attr("ints", "the output shape", min=0, required=True),
      "dtype": Attr("dtype", "output dtype (default fp32)"),

@@ -280,3 +280,22 @@ register(OpKind(
     _index_put_infer, _index_put_cost,
     {"accumulate": Attr("bool", "add into x instead of overwriting (default false)")},
     _index_put_ref, _hook("index_put")))
+
+
+def _copy_into_infer(op, ins):
+    x, src = ins
+    if src.shape != x.shape:
+        raise ShapeError(f"copy_into src {list(src.shape)} must have x's shape {list(x.shape)}")
+    return [(x.shape, x.dtype)]
+
+
+register(OpKind(
+    "copy_into", Role.SCATTER, "gather", (2, 2),
+    "x.copy_(src) in place where x is a view (a slice of a buffer the step allocated, as "
+    "DeepSeek's attention fills its keys): src's values, cast to x's dtype, are written into "
+    "x's bytes; the output is the updated x. Reads src, writes x.",
+    _copy_into_infer, lambda op, ins, outs: OpCost(reads=((1, ins[1].nbytes),),
+                                                  writes=((0, ins[0].nbytes),)),
+    {}, lambda op, xs, c: xs[1].to(xs[0].dtype),
+    TritonHook(unsupported="copy_into writes through a view in place: its PyTorch reference "
+                           "is checked, no kernel is generated")))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rooflab.grid import vwhere
+from rooflab.ops import KINDS, Role
 from rooflab.trace.record import Call
 
 # torch dtype name -> rooflab dtype name
@@ -140,6 +141,12 @@ def _copy_into(call, b):
     dst = call.outputs[0]
     if b.value(src).shape != b.value(dst).shape:
         raise Unmapped("copy_ with broadcasting")
+    target = b.name(dst_in)
+    if any(target in op.outputs and KINDS[op.kind].role is Role.VIEW
+           for op in reversed(b.ops)):
+        # into a view (a slice of a buffer): the write lands in the buffer's bytes
+        b.op("copy_into", [target, src], [dst])
+        return
     attrs = {} if b.value(src).dtype == b.value(dst).dtype else {"dtype": DTYPES[b.value(dst).dtype]}
     b.op("copy", [src], [dst], **attrs)
 
@@ -160,8 +167,12 @@ def _fill_inplace(call, b):
 
 
 def _alloc(call, b):
-    """empty/new_empty: an allocation, no kernel: the output is a tensor nobody wrote yet."""
-    b.name(_out(call))
+    """empty/new_empty: an allocation, no kernel: a `fill` of fn `empty`, which writes
+    nothing. It makes the tensor an intermediate the step allocates (what later ops write into
+    its views and read whole), not a graph input that would be resident between steps."""
+    dst = _out(call)
+    v = b.value(dst)
+    b.op("fill", [], [dst], launches=0, shape=list(v.shape), dtype=DTYPES[v.dtype], fn="empty")
 
 
 # -- views ------------------------------------------------------------------------------

@@ -135,9 +135,11 @@ class Builder:
                               "tensors' bytes and torch's flop count")
         # eager PyTorch writes every output, read or not: unread tensors are outputs (as in a
         # workload file that declares no `outputs:`); state written in place and read later
-        # (a KV cache) is written because a later kernel reads it
+        # (a KV cache) is written because a later kernel reads it. A view, or a copy into one,
+        # names another tensor's bytes: it is not an output (its write always counts)
         read = {t for op in self.ops for t in op.inputs}
-        dead = {t for op in self.ops for t in op.outputs} - read
+        dead = {t for op in self.ops for t in op.outputs if op.kind != "copy_into"
+                and oplib.KINDS[op.kind].role is not oplib.Role.VIEW} - read
         outputs = frozenset({self.name(v) for v in self.trace.outputs} | dead)
         return Graph(name, dict(self.tensors), tuple(self.ops), outputs, dict(params), "",
                      description)
