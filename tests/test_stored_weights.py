@@ -97,3 +97,21 @@ def test_deepseek_v3_is_priced_as_its_fp8_checkpoint():
         "deepseek-v3: priced as its quantization_config stores it (fp8 e4m3, blocks of "
         "128x128): the decoder layers' weights in fp8_e4m3, activations quantized to it before "
         "each GEMM; --set weight_dtype=bf16 prices it unquantized")
+
+
+def test_the_cli_takes_weight_dtype_and_refuses_what_it_does_not_price():
+    pytest.importorskip("transformers")
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+    base = ["predict", "hf:llama3.2-1b", "--set", "layers=1", "-H", "h200"]
+    r = CliRunner().invoke(app, base + ["--set", "weight_dtype=fp8"])
+    assert r.exit_code == 0, r.output
+    assert "note: llama3.2-1b: the decoder layers' weights priced as fp8_e4m3" in r.output
+    r = CliRunner().invoke(app, base + ["--set", "weight_dtype=int4"])
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [
+        "error: --set weight_dtype=int4: one of fp8_e4m3, nvfp4, mxfp4, or bf16 / fp16 for "
+        "16-bit weights (weight-only int GEMMs are not priced: rooflab/trace/stored_weights.py)"]
+    r = CliRunner().invoke(app, base + ["--set", "weight_dtype=7"])
+    assert r.exit_code == 2 and "--set weight_dtype=7: one of fp8_e4m3" in r.output
