@@ -33,7 +33,7 @@ def test_the_table_lists_the_eight_models_with_their_counts():
     # Mixtral: 46.70 B, 12.88 B active (2 of 8 experts), 93.4 GB
     assert rows["mixtral-8x7b"][2:5] == ["46.70", "12.88", "93.4"]
     # DeepSeek-V3: 671.03 B, 37.55 B active, 672,987,199,488 bytes with its layers in fp8
-    # (tests/test_stored_weights.py), 61 * (512 + 64) * 2 = 70,272 bytes per token
+    # (tests/test_stored_dtypes.py), 61 * (512 + 64) * 2 = 70,272 bytes per token
     assert rows["deepseek-v3"][2:6] == ["671.03", "37.55", "673.0", "70,272"]
 
 

@@ -185,7 +185,7 @@ def test_deepseek_v3_caches_the_mla_latent_and_runs_eight_of_256_experts(infos):
 
 
 def test_a_quantization_rooflab_does_not_price_is_named(infos):
-    # an FP8 checkpoint is priced as stored (tests/test_stored_weights.py); another method,
+    # an FP8 checkpoint is priced as stored (tests/test_stored_dtypes.py); another method,
     # or --set weight_dtype=bf16 on the FP8 one, is priced at 16 bits and says so
     assert infos["llama3-8b"].quantization_note == ""
     _, config, _ = zoo.resolve_config("deepseek-v3")

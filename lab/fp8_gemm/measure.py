@@ -10,7 +10,7 @@ per kernel, what rooflab's `graph` launch mode prices).
     python lab/fp8_gemm/measure.py SPEC.yaml OUT.json
 
 Writes per case: measured µs (fp8 per-tensor, fp8 row-wise, bf16) and rooflab's predicted µs
-for the `matmul` of fp8 operands (stored_weights' W8A8 GEMM) and of bf16 ones, unfused, graph.
+for the `matmul` of fp8 operands (stored_dtypes' W8A8 GEMM) and of bf16 ones, unfused, graph.
 """
 import dataclasses
 import json
@@ -56,7 +56,7 @@ def predicted_us(hw, m, n, k, dtype) -> float:
            "ops": [{"name": "mm", "kind": "matmul", "dtype": "bf16", "inputs": ["x", "w"],
                     "outputs": ["y"]}]}
     graph = workload.load_dict(doc)
-    # launches as a traced F.linear has them (cuBLAS's split-K rule), which stored_weights keeps
+    # launches as a traced F.linear has them (cuBLAS's split-K rule), which stored_dtypes keeps
     op = dataclasses.replace(graph.ops[0], launches=gemm_launches(m, n, k))
     p = api.predict_graph(dataclasses.replace(graph, ops=(op,)), hw, "unfused", "graph")
     # the kernel's own time in a replay (the one replay call's host cost is spread over the

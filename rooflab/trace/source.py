@@ -23,7 +23,7 @@ from rooflab.errors import RooflabError
 from rooflab.expr import ExprError, evaluate
 from rooflab.graph import Graph
 from rooflab.trace.record import first_line
-from rooflab.trace.stored_weights import weight_dtype
+from rooflab.trace.stored_dtypes import kv_dtype, weight_dtype, with_kv_dtype
 
 PREFIXES = ("hf:", "py:")
 _INPUT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*\[([^\]]*)\]\s*(?::\s*(\w+))?\s*$")
@@ -69,15 +69,11 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
             raise RooflabError("--input is for py: sources; an hf: model's inputs come from "
                                "--phase and --set batch/seq/context/logit_tokens")
         unknown = set(sets) - {"batch", "seq", "context", "logit_tokens", "tp", "ep", "sp",
-                               "layers", "weight_dtype"}
-        if "kv_dtype" in unknown:
-            raise RooflabError("--set kv_dtype: an hf: model's KV cache is traced in the model's "
-                               "dtype; a workload YAML with a kv_dtype parameter prices another "
-                               "(workloads/llama3_8b_decode.yaml)")
+                               "layers", "weight_dtype", "kv_dtype"}
         if unknown:
             raise RooflabError(f"--set {sorted(unknown)[0]}: an hf: model takes batch, seq, "
-                               "context, logit_tokens, layers, weight_dtype, tp and ep (and "
-                               "sp, as --sp sets it)")
+                               "context, logit_tokens, layers, weight_dtype, kv_dtype, tp and "
+                               "ep (and sp, as --sp sets it)")
         # a size the phase's step does not read would be silently ignored
         unused = {"decode": ("seq", "a decode step reads one new token after context cached "
                              "ones; seq is for --phase prefill or extend"),
@@ -91,6 +87,8 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
                                    f"{'layers' if key == 'layers' else 'tokens or sequences'}")
         if "weight_dtype" in sets:
             sets["weight_dtype"] = weight_dtype(sets["weight_dtype"]).name
+        if "kv_dtype" in sets:
+            sets["kv_dtype"] = kv_dtype(sets["kv_dtype"]).name
         for key in ("tp", "ep"):
             if key in sets and (not isinstance(sets[key], int) or sets[key] < 1):
                 raise RooflabError(f"--{key} {sets[key]}: expected a positive number of GPUs")
@@ -102,11 +100,13 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
             raise RooflabError("--sp: sequence parallelism splits the tensor-parallel group's "
                                "tokens; give --tp 2 or more")
         # expert and sequence parallelism reshape the traced graph; the trace does not change
-        # expert and sequence parallelism reshape the traced graph, as the weights' dtype
-        # retypes it; the trace does not change
+        # expert and sequence parallelism reshape the traced graph, as the weights' and the
+        # cache's dtypes retype it; the trace does not change
         traced = tuple(sorted((k, v) for k, v in sets.items()
-                              if k not in ("ep", "sp", "weight_dtype")))
+                              if k not in ("ep", "sp", "weight_dtype", "kv_dtype")))
         graph = _traced_hf(source[3:], phase, traced, sets.get("weight_dtype"))
+        if "kv_dtype" in sets:
+            graph = with_kv_dtype(graph, sets["kv_dtype"])
         from rooflab.trace.sharding import expert_parallel, sequence_parallel, tensor_parallel
         graph = tensor_parallel(graph, tp)
         if sp:
@@ -120,11 +120,11 @@ def load(source: str, sets: dict[str, int] | None = None, phase: str = "decode",
 @functools.lru_cache(maxsize=16)
 def _traced_hf(name: str, phase: str, sets: tuple, weight_dtype: str | None) -> Graph:
     """The traced step, its weights stored as `weight_dtype` (None: as its checkpoint stores
-    them, stored_weights.checkpoint_weight_dtype), with zoo's note on its quantization."""
+    them, stored_dtypes.checkpoint_weight_dtype), with zoo's note on its quantization."""
     # zoo and cache need no torch: a cached trace loads without importing it
     from rooflab.trace import cache, zoo
     from rooflab.trace.hf import DEFAULTS, PHASES
-    from rooflab.trace.stored_weights import checkpoint_weight_dtype, with_weight_dtype
+    from rooflab.trace.stored_dtypes import checkpoint_weight_dtype, with_weight_dtype
     if phase not in PHASES:
         raise RooflabError(f"--phase must be one of {', '.join(PHASES)}, got '{phase}'")
     sizes = {**DEFAULTS, **dict(sets)}

@@ -20,7 +20,7 @@ from pathlib import Path
 from rooflab.bundled import MODEL_DIR, model_file
 from rooflab.dtypes import DTYPES, lookup
 from rooflab.errors import RooflabError
-from rooflab.trace.stored_weights import checkpoint_weight_dtype, stored_narrow
+from rooflab.trace.stored_dtypes import checkpoint_weight_dtype, stored_narrow
 from rooflab.yamlio import did_you_mean
 
 TRACE_EXTRA = "pip install 'rooflab[trace]'"
@@ -164,7 +164,7 @@ class ModelInfo:
 
     params: every parameter element (a tied lm_head counted once). weight_bytes: params as the
     checkpoint stores them: at `dtype`, the config's dtype, except the layers an FP8
-    quantization_config stores in fp8 (stored_weights.stored_narrow). active_params: parameters one token uses; for a MoE, the
+    quantization_config stores in fp8 (stored_dtypes.stored_narrow). active_params: parameters one token uses; for a MoE, the
     routed experts count `top_k / experts` of theirs (shared experts, attention, router,
     embeddings count whole). kv_bytes_per_token: bytes one token adds to transformers' KV
     cache over all layers at `dtype` (for a sliding-window layer, until the window is full).
@@ -189,7 +189,7 @@ class ModelInfo:
 def quantization_note(name: str, config: dict, weight_dtype: str | None = None) -> str | None:
     """One note on how the model's weights are priced where that is not the config's dtype
     throughout, or None. `weight_dtype`: a --set weight_dtype (None: as the checkpoint stores
-    them). A `quantization_config` rooflab prices (FP8: stored_weights.checkpoint_weight_dtype)
+    them). A `quantization_config` rooflab prices (FP8: stored_dtypes.checkpoint_weight_dtype)
     is priced as stored; another (AWQ, GPTQ, ...) is named and priced at the config's dtype."""
     q = config.get("quantization_config")
     stored = weight_dtype or checkpoint_weight_dtype(config)

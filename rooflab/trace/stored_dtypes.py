@@ -1,6 +1,6 @@
-"""A traced step with its decoder layers' weights stored in a narrower dtype than the model
-computes in: an FP8 checkpoint (DeepSeek-V3's), or `--set weight_dtype=fp8` / `nvfp4` asked of any hf:
-model.
+"""A traced step with its weights or its KV cache stored in a narrower dtype than the model
+computes in: an FP8 checkpoint (DeepSeek-V3's), `--set weight_dtype=fp8` / `nvfp4`, or
+`--set kv_dtype=fp8`, asked of any hf: model.
 
 Which weights a low-precision checkpoint stores narrow (`stored_narrow`): the matrices of the
 decoder layers' linear layers and expert stacks. The embedding, the lm_head, norms, biases and
@@ -18,6 +18,11 @@ dtype runs it as rooflab.lowering says (dequantized to 16 bits first: no speedup
 Weight-only int4 / int8 (AWQ, GPTQ: Marlin-style kernels that split K over the SMs) is not
 offered: rooflab's own weight-only GEMM does not split K, so a decode step's skinny GEMMs would be
 priced as filling a fraction of the SMs.
+
+An fp8 KV cache (`with_kv_dtype`): the cache tensors (`kv_cache.*`) are stored in fp8, the new
+keys and values are quantized before the step writes them in, and whatever reads the cache reads
+one byte per element: the attention kernel dequantizes K and V in registers (rooflab.ops.
+attention), a repeat_kv copy moves fp8 bytes. Per-tensor scales are not counted.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from rooflab.graph import Graph, Op, Tensor
 from rooflab.ops import KINDS, Role, view_regions, view_roots
 
 WEIGHT_DTYPES = ("fp8_e4m3", "nvfp4", "mxfp4")
+KV_DTYPES = ("fp8_e4m3", "fp8_e5m2")
+_SIXTEEN_BITS = ("bf16", "fp16")
 _GEMMS = ("matmul", "grouped_matmul")
 _ROUTERS = ("gate", "router")      # an MoE block's router module names (not gate_proj)
 
@@ -55,8 +62,8 @@ def checkpoint_weight_dtype(config: dict) -> str | None:
 def weight_dtype(given: str, file: str = "") -> DType:
     """The DType of a `--set weight_dtype=` value; RooflabError naming the ones priced."""
     d = lookup(str(given))
-    if d is None or d.name not in WEIGHT_DTYPES + ("bf16", "fp16"):
-        hint = (" (weight-only int GEMMs are not priced: rooflab/trace/stored_weights.py)"
+    if d is None or d.name not in WEIGHT_DTYPES + _SIXTEEN_BITS:
+        hint = (" (weight-only int GEMMs are not priced: rooflab/trace/stored_dtypes.py)"
                 if d is not None and not d.is_float else "")
         raise RooflabError(f"--set weight_dtype={given}: one of {', '.join(WEIGHT_DTYPES)}, or "
                            f"bf16 / fp16 for 16-bit weights{hint}", file=file or None)
@@ -110,3 +117,52 @@ def with_weight_dtype(graph: Graph, dtype: str) -> Graph:
         ops.append(replace(op, inputs=(quantized[key], w),
                            attrs={**op.attrs, "dtype": out_dtype}))
     return replace(graph, tensors=tensors, ops=tuple(ops))
+
+
+def kv_dtype(given: str) -> DType:
+    """The DType of a `--set kv_dtype=` value; RooflabError naming the ones priced."""
+    d = lookup(str(given))
+    if d is None or d.name not in KV_DTYPES + _SIXTEEN_BITS:
+        raise RooflabError(f"--set kv_dtype={given}: one of {', '.join(KV_DTYPES)}, or bf16 / "
+                           "fp16 for a 16-bit cache")
+    return d
+
+
+def with_kv_dtype(graph: Graph, dtype: str) -> Graph:
+    """`graph` (a traced step) with its KV cache (the graph inputs named `kv_cache.*`) stored as
+    `dtype`, as the module docstring says; the same graph when `dtype` is not narrower."""
+    to = kv_dtype(dtype)
+    made = graph.producers()
+    cache = {n for n, t in graph.tensors.items() if n.startswith("kv_cache.") and n not in made
+             and t.dtype.is_float and t.dtype.bits > to.bits}
+    if not cache:
+        return graph
+    roots = view_roots(graph)
+    tensors = dict(graph.tensors)
+    for n in cache:
+        tensors[n] = _retyped(tensors[n], to)
+    ops: list[Op] = []
+    for op in graph.ops:
+        ins = op.inputs
+        if KINDS[op.kind].role is Role.SCATTER and roots.get(ins[0], ins[0]) in cache:
+            cache.update(op.outputs)             # the cache, updated in place
+            # the new keys or values, quantized before the step writes them into the cache
+            src = ins[-1]
+            q = f"{src}.{to.name}"
+            tensors[q] = _retyped(tensors[src], to, q)
+            ops.append(Op(f"{op.name}.quantize_input", "quantize", (src,), (q,),
+                          {"dtype": to.name}, block=op.block))
+            op = replace(op, inputs=ins[:-1] + (q,))
+        # the dtypes that follow from the retyped inputs (views, copies and scatters of the
+        # cache are fp8; attention over it writes the queries' dtype)
+        if any(tensors[t] is not graph.tensors[t] for t in op.inputs):
+            inferred = KINDS[op.kind].infer(op, [tensors[t] for t in op.inputs])
+            for name, (_, d) in zip(op.outputs, inferred):
+                if d != tensors[name].dtype:
+                    tensors[name] = _retyped(tensors[name], d)
+        ops.append(op)
+    return replace(graph, tensors=tensors, ops=tuple(ops))
+
+
+def _retyped(t: Tensor, dtype: DType, name: str | None = None) -> Tensor:
+    return Tensor(name or t.name, t.shape, dtype, t.strides if name is None else None)

@@ -6,7 +6,7 @@ import pytest
 from rooflab import api
 from rooflab.errors import RooflabError
 from rooflab.trace import zoo
-from rooflab.trace.stored_weights import checkpoint_weight_dtype, stored_narrow, weight_dtype
+from rooflab.trace.stored_dtypes import checkpoint_weight_dtype, stored_narrow, weight_dtype
 
 
 def test_which_parameters_a_checkpoint_stores_narrow():
@@ -112,6 +112,40 @@ def test_the_cli_takes_weight_dtype_and_refuses_what_it_does_not_price():
     assert r.exit_code == 2
     assert r.output.strip().splitlines() == [
         "error: --set weight_dtype=int4: one of fp8_e4m3, nvfp4, mxfp4, or bf16 / fp16 for "
-        "16-bit weights (weight-only int GEMMs are not priced: rooflab/trace/stored_weights.py)"]
+        "16-bit weights (weight-only int GEMMs are not priced: rooflab/trace/stored_dtypes.py)"]
     r = CliRunner().invoke(app, base + ["--set", "weight_dtype=7"])
     assert r.exit_code == 2 and "--set weight_dtype=7: one of fp8_e4m3" in r.output
+
+
+def test_an_fp8_kv_cache_halves_the_cache_and_quantizes_what_is_written(llama_1b):
+    from rooflab.memory import probe_graphs, step_memory, tensor_roles
+    from rooflab.trace.stored_dtypes import with_kv_dtype
+    bf16, _ = llama_1b
+    fp8 = with_kv_dtype(bf16, "fp8")
+    # Llama-3.2-1B, one layer, batch 2, context 64: keys and values [2, 8, 64, 64]
+    assert fp8.tensors["kv_cache.0.keys"].dtype.name == "fp8_e4m3"
+    quantized = [fp8.tensors[o.inputs[0]].shape for o in fp8.ops if o.kind == "quantize"]
+    assert quantized == [(2, 8, 1, 64), (2, 8, 1, 64)]          # the new key and value
+    sdpa = next(o for o in fp8.ops if o.kind == "attention")
+    assert [fp8.tensors[t].dtype.name for t in sdpa.inputs[:3] + sdpa.outputs] == \
+        ["bf16", "fp8_e4m3", "fp8_e4m3", "bf16"]
+    hw = api.load_hardware("h200")
+    a, b = (api.predict_graph(g, hw, "unfused", "eager").totals for g in (bf16, fp8))
+    # unfused: each index_copy reads and writes its new [2, 8, 1, 64] row at one byte (1,024
+    # + 1,024 B less), after a quantize that reads it at two bytes and writes one (2,048 +
+    # 1,024 B more); repeat_kv's two copies read the [2, 8, 64, 64] cache through the expand
+    # and write [2, 32, 64, 64], one byte a value (65,536 + 262,144 B less each); the SDPA
+    # reads the copied K and V at one byte (262,144 B less each)
+    saved = 2 * 2 * 1024 + 2 * (65_536 + 262_144) + 2 * 262_144
+    added = 2 * (2048 + 1024)
+    assert a.hbm_bytes - b.hbm_bytes == saved - added
+    # the cache's bytes halve: 2 x 2 x 8 x 64 x 64 = 131,072 elements
+    memories = []
+    for g, sets in ((bf16, {}), (fp8, {"kv_dtype": "fp8"})):
+        base = {"batch": 2, "context": 64, "layers": 1, **sets}
+        probes = probe_graphs(g, lambda s: api.load_workload("hf:llama3.2-1b", s, "decode"),
+                              base)
+        memories.append(step_memory(g, tensor_roles(g, probes)).kv_cache_bytes)
+    assert memories == [131_072 * 2, 131_072]
+    with pytest.raises(RooflabError, match="kv_dtype=int8: one of fp8_e4m3, fp8_e5m2"):
+        with_kv_dtype(bf16, "int8")
