@@ -563,7 +563,7 @@ def _one_per_launch(graph: Graph) -> tuple[Kernel, ...]:
                 kernels[-1] = Kernel(last.name, last.ops + (i,), last.anchor, "library epilogue",
                                      last.stopped_by, last.launches)
                 continue
-        kernels.append(Kernel(op.name, (i,), role, launches=vmax(op.launches, int(not allocates(op)))))
+        kernels.append(Kernel(op.name, (i,), role, launches=vmax(op.launches, 1 - allocates(op))))
     return tuple(kernels)
 
 

@@ -144,7 +144,8 @@ def test_the_disk_cache_keys_on_logit_tokens(hf_source, tmp_path, monkeypatch):
 
 
 def test_hf_set_names_and_bad_counts_are_one_line(hf_source):
-    with pytest.raises(RooflabError, match="takes batch, seq, context, logit_tokens, layers, weight_dtype, tp and ep"):
+    with pytest.raises(RooflabError, match="takes batch, seq, context, logit_tokens, layers, "
+                                           "weight_dtype, kv_dtype, tp and ep"):
         hf_source.load("hf:llama3.2-1b", {"logits": 1}, "prefill")
     from rooflab.trace import trace_hf
     with pytest.raises(RooflabError, match="logit_tokens: must be a whole number"):

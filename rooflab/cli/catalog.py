@@ -57,7 +57,8 @@ def models(
     cols = ["name", "architecture", "params B", "active B", "weights GB", "KV B/token", "layers",
             "repository"]
     typer.echo("Weights as each checkpoint stores them, KV cache at the config's dtype; active = "
-               "parameters one token uses (MoE: top-k of the routed experts).\n\n" + grid(cols, rows, left={0, 1, 7}))
+               "parameters one token uses (MoE: top-k of the routed experts).\n\n"
+               + grid(cols, rows, left={0, 1, 7}))
     for i in infos:
         if i.quantization_note:
             typer.echo(printable(f"note: {i.quantization_note}"))  # from the user's file

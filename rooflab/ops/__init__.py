@@ -22,7 +22,8 @@ from rooflab.ops.elementwise import allocates  # noqa: E402
 from rooflab.ops.gemm import gemm_family, qmatmul_family  # noqa: E402
 
 __all__ = ["KINDS", "OP_CLASSES", "OPAQUE_TRAFFIC", "Attr", "AttrError", "OpCost", "OpKind",
-           "Role", "allocates", "ShapeError", "TritonHook", "attention_family", "attention_pairs", "broadcast", "gemm_family",
+           "Role", "ShapeError", "TritonHook", "allocates", "attention_family", "attention_pairs",
+           "broadcast", "gemm_family",
            "kernel_op_class", "qmatmul_family", "role", "view_regions", "view_roots"]
 
 

@@ -164,10 +164,11 @@ class ModelInfo:
 
     params: every parameter element (a tied lm_head counted once). weight_bytes: params as the
     checkpoint stores them: at `dtype`, the config's dtype, except the layers an FP8
-    quantization_config stores in fp8 (stored_dtypes.stored_narrow). active_params: parameters one token uses; for a MoE, the
-    routed experts count `top_k / experts` of theirs (shared experts, attention, router,
-    embeddings count whole). kv_bytes_per_token: bytes one token adds to transformers' KV
-    cache over all layers at `dtype` (for a sliding-window layer, until the window is full).
+    quantization_config stores in fp8 (stored_dtypes.stored_narrow). active_params:
+    parameters one token uses; for a MoE, the routed experts count `top_k / experts` of theirs
+    (shared experts, attention, router, embeddings count whole). kv_bytes_per_token: bytes
+    one token adds to transformers' KV cache over all layers at `dtype` (for a sliding-window
+    layer, until the window is full).
     """
     name: str
     repo: str                 # `_name_or_path` of the config; "" when it has none
