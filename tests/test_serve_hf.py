@@ -35,6 +35,25 @@ def test_shard_config_by_hand():
     assert s16["num_key_value_heads"] == 1 and s16["num_attention_heads"] == 4
 
 
+def test_mla_attention_shards_by_heads_and_keeps_the_latent_cache_whole():
+    # DeepSeek-V3 on 8 GPUs: 128 heads -> 16; q_a_proj and kv_a_proj_with_mqa (into the 1,536
+    # and 512 + 64 latents) replicated; q_b_proj 16 x (128 + 64) = 3,072 columns, kv_b_proj
+    # 16 x (128 + 128) = 4,096, o_proj 16 x 128 = 2,048 rows; expert MLPs 2,048 -> 256 columns.
+    # Every GPU caches the whole latent (512 + 64 per token), as MLA serving engines do.
+    _, cfg, _ = zoo.resolve_config("deepseek-v3")
+    s = zoo.shard_config(cfg, 8)
+    assert (s["num_attention_heads"], s["moe_intermediate_size"], s["kv_lora_rank"]) == \
+        (16, 256, 512) and "head_dim" not in s
+    g = load("hf:deepseek-v3", {"batch": 2, "context": 64, "layers": 4, "tp": 8}, "decode")
+    shapes = {o.name.split(".")[-2]: g.tensors[o.inputs[1]].shape for o in g.ops
+              if o.kind == "matmul" and ".layers.3." in o.name}
+    assert [shapes[k] for k in ("q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
+                                "o_proj")] == [(7168, 1536), (1536, 3072), (7168, 576),
+                                               (512, 4096), (2048, 7168)]
+    assert g.tensors["kv_cache.3.keys"].shape == (2, 1, 64, 512)
+    assert [o.kind for o in g.ops].count("all_reduce") == 2 * 4 + 1
+
+
 def test_tensor_parallel_weights_and_collectives_by_hand():
     # Llama-3.2-1B on 2 GPUs: hidden 2048, 16 layers, heads 32 -> 16 x 64, KV heads 8 -> 4 x 64,
     # MLP 8192 -> 4096, vocabulary 128256 -> 64128 (tied: embedding and lm_head are one tensor)

@@ -319,13 +319,11 @@ def shard_config(config: dict, tp: int, file: str = "") -> dict:
         raise RooflabError(f"--tp: a positive number of GPUs, got {tp}", file=file or None)
     if tp == 1:
         return config
-    if config.get("kv_lora_rank"):
-        raise RooflabError(f"--tp {tp}: tensor parallelism of MLA attention (kv_lora_rank) is "
-                           "not modelled yet", file=file or None)
     out = dict(config)
     heads = config["num_attention_heads"]
     kv = config.get("num_key_value_heads") or heads
-    out.setdefault("head_dim", config["hidden_size"] // heads)
+    if not config.get("kv_lora_rank"):
+        out.setdefault("head_dim", config["hidden_size"] // heads)
 
     def divide(key: str, what: str) -> None:
         n = config.get(key)
