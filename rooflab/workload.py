@@ -448,8 +448,21 @@ def load_file(path: str | Path, overrides: dict[str, int] | None = None) -> Grap
         spec = WorkloadFile.model_validate(doc.data)
     except ValidationError as err:
         raise_first(err, doc)
-    params = resolve_params(spec.params, overrides or {}, doc)
-    return _Builder(spec, doc, params, resolve_dtype_params(spec.params, overrides or {})).build()
+    return _build(spec, doc, overrides or {})
+
+
+def _build(spec: WorkloadFile, doc: Located, overrides: dict[str, int]) -> Graph:
+    """The Graph of a validated file at `overrides`; a problem the overrides brought about
+    (a --set kv_dtype no kernel reads) names them beside the line it shows up on."""
+    params = resolve_params(spec.params, overrides, doc)
+    try:
+        return _Builder(spec, doc, params, resolve_dtype_params(spec.params, overrides)).build()
+    except RooflabError as err:
+        if not overrides or err.file is None:
+            raise
+        given = ", ".join(f"{k}={v}" for k, v in overrides.items())
+        raise RooflabError(f"{err.problem} (with --set {given})", file=err.file, line=err.line,
+                           place=err.place) from None
 
 
 def load_yaml_data(name_or_path: str) -> dict:
@@ -465,8 +478,7 @@ def load_dict(data: dict, overrides: dict[str, int] | None = None,
         spec = WorkloadFile.model_validate(data)
     except ValidationError as err:
         raise_first(err, doc)
-    params = resolve_params(spec.params, overrides or {}, doc)
-    return _Builder(spec, doc, params, resolve_dtype_params(spec.params, overrides or {})).build()
+    return _build(spec, doc, overrides or {})
 
 
 def load(name_or_path: str, overrides: dict[str, int] | None = None) -> Graph:

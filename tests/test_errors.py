@@ -92,6 +92,16 @@ def test_set_unknown_parameter(tmp_path):
     _bad(tmp_path, GOOD, "--set K", "unknown parameter 'K'", "M, N", extra=["--set", "K=3"])
 
 
+def test_a_problem_a_set_brings_about_names_it(tmp_path):
+    # the file is fine as written; --set N=16 makes x [64, 16] meet w [32, 32] at line 7
+    text = GOOD.replace("w: {shape: [N, N]", "w: {shape: [32, 32]")
+    _bad(tmp_path, text, ":7:", "op mm", "inner dimensions differ", r"\(with --set N=16\)$",
+         extra=["--set", "N=16"])
+    # without the --set, nothing to name
+    p = tmp_path / "bad.yaml"
+    assert runner.invoke(app, ["predict", str(p)]).exit_code == 0
+
+
 def test_set_malformed(tmp_path):
     p = tmp_path / "good.yaml"
     p.write_text(GOOD)
