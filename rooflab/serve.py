@@ -229,14 +229,26 @@ def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in
 _MEMORY = ("weights_bytes", "kv_cache_bytes", "activation_bytes", "workspace_bytes")
 
 
+# (step, size name, KV names) -> the roles of its tensors: a sweep over prompt x output lengths
+# asks for the same step's roles at dozens of sizes
+_ROLES: dict[tuple, dict[str, memory.TensorRole]] = {}
+
+
 def _roles(step: Callable[..., Graph], size: int, size_name: str,
            kv_names: set[str]) -> dict[str, memory.TensorRole]:
     """The role of each tensor of `step(batch, size)`, from probes at batch 2 and at size + 1;
-    the tensors named in `kv_names` (what the decode step attends over) are the KV cache."""
-    roles = memory.tensor_roles(step(1, size), {"batch": step(2, size),
-                                                size_name: step(1, size + 1)})
-    roles.update({t: memory.TensorRole.KV_CACHE for t in kv_names if t in roles})
-    return roles
+    the tensors named in `kv_names` (what the decode step attends over) are the KV cache. A
+    step's tensors are the same at every size (a traced step is one template), and so is which
+    sizes each follows: the roles worked out at the first size asked serve every other."""
+    key = (step, size_name, frozenset(kv_names))
+    if key not in _ROLES:
+        if len(_ROLES) >= 64:
+            _ROLES.clear()
+        roles = memory.tensor_roles(step(1, size), {"batch": step(2, size),
+                                                    size_name: step(1, size + 1)})
+        roles.update({t: memory.TensorRole.KV_CACHE for t in kv_names if t in roles})
+        _ROLES[key] = roles
+    return dict(_ROLES[key])
 
 
 def _step_memory(g: Graph, roles: dict, hw: Hardware, schedule: str,
