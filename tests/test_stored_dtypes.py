@@ -149,3 +149,40 @@ def test_an_fp8_kv_cache_halves_the_cache_and_quantizes_what_is_written(llama_1b
     assert memories == [131_072 * 2, 131_072]
     with pytest.raises(RooflabError, match="kv_dtype=int8: one of fp8_e4m3, fp8_e5m2"):
         with_kv_dtype(bf16, "int8")
+
+
+def test_fbgemm_and_compressed_tensors_fp8_checkpoints_keep_what_they_list(tmp_path):
+    fbgemm = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+              "modules_to_not_convert": ["model.layers.0.mlp.down_proj", "lm_head"]}
+    ct = {"quant_method": "compressed-tensors", "ignore": ["re:.*self_attn\\.o_proj"],
+          "config_groups": {"group_0": {"weights": {"type": "float", "num_bits": 8},
+                                        "targets": ["Linear"]}}}
+    assert checkpoint_weight_dtype({"quantization_config": fbgemm}) == "fp8_e4m3"
+    assert checkpoint_weight_dtype({"quantization_config": ct}) == "fp8_e4m3"
+    int4 = {**ct, "config_groups": {"g": {"weights": {"type": "int", "num_bits": 4}}}}
+    assert checkpoint_weight_dtype({"quantization_config": int4}) is None
+    skipped = ("model.layers.0.mlp.down_proj", "re:.*self_attn\\.o_proj")
+    assert not stored_narrow("model.layers.0.mlp.down_proj.weight", 2, skipped)
+    assert not stored_narrow("model.layers.3.self_attn.o_proj.weight", 2, skipped)
+    assert stored_narrow("model.layers.1.mlp.down_proj.weight", 2, skipped)
+    assert stored_narrow("model.layers.0.mlp.down_projection.weight", 2, skipped)
+    pytest.importorskip("transformers")
+    import json
+
+    from rooflab.bundled import MODEL_DIR
+    from rooflab.trace.source import load
+    config = json.loads((MODEL_DIR / "llama3.2-1b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "quantization_config": fbgemm}))
+    g = load(f"hf:{path}", {"batch": 2, "context": 64, "layers": 1}, "decode")
+    dtypes = {t.split(".")[-2]: g.tensors[t].dtype.name for t in g.tensors
+              if t.startswith("model.layers.0.") and t.endswith("proj.weight")}
+    assert dtypes == {"q_proj": "fp8_e4m3", "k_proj": "fp8_e4m3", "v_proj": "fp8_e4m3",
+                      "o_proj": "fp8_e4m3", "gate_proj": "fp8_e4m3", "up_proj": "fp8_e4m3",
+                      "down_proj": "bf16"}
+    assert "(but the 2 modules it keeps unconverted)" in g.notes[-1]
+    # the models table counts the same bytes: a byte saved on each of the 16 layers'
+    # 60,817,408 linear weights but layer 0's down_proj (2048 x 8192), which keeps two
+    info = zoo.model_info(str(path))
+    assert info.weight_bytes == 2_471_628_800 - (16 * 60_817_408 - 2048 * 8192) \
+        == 1_515_327_488

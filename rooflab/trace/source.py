@@ -124,7 +124,8 @@ def _traced_hf(name: str, phase: str, sets: tuple, weight_dtype: str | None) -> 
     # zoo and cache need no torch: a cached trace loads without importing it
     from rooflab.trace import cache, zoo
     from rooflab.trace.hf import DEFAULTS, PHASES
-    from rooflab.trace.stored_dtypes import checkpoint_weight_dtype, with_weight_dtype
+    from rooflab.trace.stored_dtypes import (checkpoint_skipped, checkpoint_weight_dtype,
+                                             with_weight_dtype)
     if phase not in PHASES:
         raise RooflabError(f"--phase must be one of {', '.join(PHASES)}, got '{phase}'")
     sizes = {**DEFAULTS, **dict(sets)}
@@ -135,9 +136,11 @@ def _traced_hf(name: str, phase: str, sets: tuple, weight_dtype: str | None) -> 
         from rooflab.trace.hf import trace_hf
         graph = trace_hf(name, phase, **sizes)
         cache.store(k, graph)
-    stored = weight_dtype or checkpoint_weight_dtype(config)
-    if stored:
-        graph = with_weight_dtype(graph, stored)
+    if weight_dtype:            # asked for: every layer's weights
+        graph = with_weight_dtype(graph, weight_dtype)
+    elif checkpoint_weight_dtype(config):
+        graph = with_weight_dtype(graph, checkpoint_weight_dtype(config),
+                                  checkpoint_skipped(config))
     note = zoo.quantization_note(model, config, weight_dtype)
     return graph.with_notes((note,)) if note else graph
 

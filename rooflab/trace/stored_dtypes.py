@@ -5,7 +5,11 @@ computes in: an FP8 checkpoint (DeepSeek-V3's), `--set weight_dtype=fp8` / `nvfp
 Which weights a low-precision checkpoint stores narrow (`stored_narrow`): the matrices of the
 decoder layers' linear layers and expert stacks. The embedding, the lm_head, norms, biases and
 the MoE router (`gate`, `router`) stay in the model's dtype, as FP8 checkpoints and serving
-engines keep them (vLLM's FP8 layers skip the router and lm_head).
+engines keep them (vLLM's FP8 layers skip the router and lm_head), and so do the modules a
+checkpoint's `quantization_config` lists as not converted (`checkpoint_skipped`). The FP8
+checkpoints priced as stored (`checkpoint_weight_dtype`): `quant_method` fp8 (DeepSeek-V3's
+block-scaled e4m3), fbgemm_fp8 (Meta's Llama-3.1-405B FP8: per-channel weights, per-token
+activations) and compressed-tensors whose weight groups are all 8-bit floats.
 
 How a narrow weight is multiplied (`with_weight_dtype`): W8A8 / W4A4. The GEMM's activation is
 quantized to the weight's dtype first (one `quantize` kernel per activation, shared by the
@@ -27,6 +31,7 @@ attention), a repeat_kv copy moves fp8 bytes. Per-tensor scales are not counted.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from rooflab.dtypes import DType, lookup
@@ -41,22 +46,47 @@ _GEMMS = ("matmul", "grouped_matmul")
 _ROUTERS = ("gate", "router")      # an MoE block's router module names (not gate_proj)
 
 
-def stored_narrow(param: str, ndim: int) -> bool:
+def stored_narrow(param: str, ndim: int, skipped: tuple[str, ...] = ()) -> bool:
     """Whether a low-precision checkpoint stores parameter `param` (a named_parameters() name,
     of `ndim` dimensions) narrow: a 2-D or 3-D (expert stack) tensor of a decoder layer
-    (`layers.N.`) that is not a router's."""
+    (`layers.N.`) that is not a router's, nor in a module of `skipped` (module paths, or
+    `re:` patterns a module path matches whole, as compressed-tensors writes them)."""
     parts = param.split(".")
-    return (ndim >= 2 and "layers" in parts and not any(r in parts for r in _ROUTERS))
+    if ndim < 2 or "layers" not in parts or any(r in parts for r in _ROUTERS):
+        return False
+    module = param.rpartition(".")[0]
+    return not any(re.fullmatch(s[3:], module) if s.startswith("re:")
+                   else module == s or module.startswith(s + ".") for s in skipped)
 
 
 def checkpoint_weight_dtype(config: dict) -> str | None:
     """The dtype a config's `quantization_config` stores its layers' weights in, where rooflab
-    prices it (FP8, `quant_method: fp8`, e4m3); None for a config without one or another
-    method (whose note says it is priced at the config's dtype)."""
+    prices it (the FP8 methods of the module docstring: fp8_e4m3); None for a config without
+    one or another method (whose note says it is priced at the config's dtype)."""
     q = config.get("quantization_config")
-    if not isinstance(q, dict) or q.get("quant_method") != "fp8":
+    if not isinstance(q, dict):
         return None
-    return "fp8_e4m3" if str(q.get("fmt", "e4m3")) == "e4m3" else None
+    method = q.get("quant_method")
+    if method == "fp8":
+        return "fp8_e4m3" if str(q.get("fmt", "e4m3")) == "e4m3" else None
+    if method == "fbgemm_fp8":
+        return "fp8_e4m3"
+    groups = q.get("config_groups")
+    if method == "compressed-tensors" and isinstance(groups, dict) and groups and all(
+            isinstance(g, dict) and isinstance(g.get("weights"), dict)
+            and (g["weights"].get("type"), g["weights"].get("num_bits")) == ("float", 8)
+            for g in groups.values()):
+        return "fp8_e4m3"
+    return None
+
+
+def checkpoint_skipped(config: dict) -> tuple[str, ...]:
+    """The modules a config's `quantization_config` keeps unquantized (fbgemm_fp8's
+    `modules_to_not_convert`, compressed-tensors' `ignore`), as stored_narrow takes them."""
+    q = config.get("quantization_config")
+    listed = (q.get("modules_to_not_convert") or q.get("ignore") or []) \
+        if isinstance(q, dict) else []
+    return tuple(str(s) for s in listed) if isinstance(listed, list) else ()
 
 
 def weight_dtype(given: str, file: str = "") -> DType:
@@ -70,10 +100,10 @@ def weight_dtype(given: str, file: str = "") -> DType:
     return d
 
 
-def with_weight_dtype(graph: Graph, dtype: str) -> Graph:
-    """`graph` (a traced step) with the weights `stored_narrow` keeps stored as `dtype`, their
-    GEMMs rewritten as the module docstring says; the same graph when `dtype` is not narrower
-    than the weights."""
+def with_weight_dtype(graph: Graph, dtype: str, skipped: tuple[str, ...] = ()) -> Graph:
+    """`graph` (a traced step) with the weights `stored_narrow` keeps stored as `dtype` (but
+    those of the modules in `skipped`), their GEMMs rewritten as the module docstring says; the
+    same graph when `dtype` is not narrower than the weights."""
     to = weight_dtype(dtype)
     root = view_roots(graph)
     made = graph.producers()
@@ -84,7 +114,7 @@ def with_weight_dtype(graph: Graph, dtype: str) -> Graph:
         w = root.get(op.inputs[1], op.inputs[1])
         t = graph.tensors[w]
         if (w not in made and t.dtype.is_float and t.dtype.bits > to.bits
-                and stored_narrow(w, len(t.shape))):
+                and stored_narrow(w, len(t.shape), skipped)):
             narrow.add(w)
     # a weight another op also reads (not through a view) keeps its dtype for that op
     for op in graph.ops:

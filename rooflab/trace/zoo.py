@@ -20,7 +20,8 @@ from pathlib import Path
 from rooflab.bundled import MODEL_DIR, model_file
 from rooflab.dtypes import DTYPES, lookup
 from rooflab.errors import RooflabError
-from rooflab.trace.stored_dtypes import checkpoint_weight_dtype, stored_narrow
+from rooflab.trace.stored_dtypes import (checkpoint_skipped, checkpoint_weight_dtype,
+                                         stored_narrow)
 from rooflab.yamlio import did_you_mean
 
 TRACE_EXTRA = "pip install 'rooflab[trace]'"
@@ -208,9 +209,11 @@ def quantization_note(name: str, config: dict, weight_dtype: str | None = None) 
         detail.append("blocks of " + "x".join(map(str, block)))
     what = " ".join([method, *detail[:1]]) + (f", {detail[1]}" if len(detail) > 1 else "")
     if weight_dtype is None and narrow:
+        n = len(checkpoint_skipped(config))
+        kept = f" (but the {n} modules it keeps unconverted)" if n else ""
         return (f"{name}: priced as its quantization_config stores it ({what}): the decoder "
-                f"layers' weights in {stored}, {how}; --set weight_dtype={model_dtype.name} "
-                "prices it unquantized")
+                f"layers' weights in {stored}{kept}, {how}; --set "
+                f"weight_dtype={model_dtype.name} prices it unquantized")
     if narrow:
         return f"{name}: the decoder layers' weights priced as {stored} (--set weight_dtype), {how}"
     return (f"{name}: its quantization_config stores the weights as {what}; rooflab traces "
@@ -256,8 +259,9 @@ def describe(name: str, config: dict, model, file: str = "") -> ModelInfo:
     nbytes = DTYPES[dtype].bits // 8
     params = sum(p.numel() for p in model.parameters())
     stored = DTYPES[checkpoint_weight_dtype(config) or dtype]
-    weight_bytes = sum((stored if stored_narrow(n, p.dim()) else DTYPES[dtype]).nbytes(p.numel())
-                       for n, p in model.named_parameters())
+    skipped = checkpoint_skipped(config)
+    weight_bytes = sum((stored if stored_narrow(n, p.dim(), skipped) else DTYPES[dtype])
+                       .nbytes(p.numel()) for n, p in model.named_parameters())
     routed = routed_expert_params(model)
     n_experts = next((getattr(cfg, a) for a in _EXPERT_COUNTS if getattr(cfg, a, None)), 0)
     top_k = getattr(cfg, _TOP_K, None) or 0
