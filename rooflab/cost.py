@@ -146,7 +146,7 @@ class Prediction:
 
 
 class _Graphinfo:
-    """Per-graph facts the kernel pricing needs: op costs, view roots, consumers."""
+    """Per-graph facts the kernel pricing needs: op costs, views, consumers, inputs' bytes."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -178,6 +178,8 @@ class _Graphinfo:
             self.families.append(c[1])
         self.outputs = {self.rt(t) for t in graph.outputs}
         self.scatters = {i for i, op in enumerate(graph.ops) if KINDS[op.kind].role is Role.SCATTER}
+        self.inputs = set(self.consumers) - {t for op in graph.ops for t in op.outputs}
+        self.input_bytes = sum(tensors[t].nbytes for t in self.inputs)
 
     def rt(self, t: str) -> str:
         return self.root.get(t, t)
@@ -380,6 +382,13 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         # a family whose time follows its elements reads its curve at their computed width
         sized = curve_bytes(family, moved, g.tensors[first.inputs[0]].dtype.bits / 8)
     memory_s = sized / hw.hbm_rate_for(sized, family) / waves if moved else 0.0
+    if gemm_curve and hw.l2_bytes_per_s:
+        # the curve times one GEMM back to back, its operands in L2 up to L2's size; a step that
+        # outgrows L2 reads its inputs (weights) from HBM: copy rate past L2, not L2's rate
+        cold = sum(b for (root, _), b in reads.items() if root in info.inputs)
+        extra_s = cold * (1 / hw.hbm_rate_for(2 * hw.l2_bytes) - 1 / hw.l2_bytes_per_s)
+        memory_s = memory_s + vwhere((info.input_bytes > hw.l2_bytes) & (sized <= hw.l2_bytes),
+                                     vmax(extra_s, 0.0), 0.0)
     if gemm_curve:
         # each curve holds the GEMMs its term dominates; where the two are alike, cuBLAS
         # overlaps them only in part

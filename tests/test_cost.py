@@ -201,3 +201,30 @@ def test_calibrated_attention_efficiency_prices_flash_attention_only(write_yaml,
         ops: [{kind: matmul, name: mm, inputs: [a, b], outputs: [c]}]
     """, "mm.yaml"), hw, "unfused", "graph").kernels[0]
     assert mm.compute_s == pytest.approx(2 * 8192**3 / BF16_RATE / (2048 / (16 * 132)), rel=1e-12)
+
+
+def test_a_decode_weight_comes_from_hbm_not_from_l2(write_yaml):
+    # The measured H200 spec's cuBLAS curve times one GEMM back to back, so a 4096 x 4096 bf16
+    # weight (33.5 MB, under the 50 MB L2) was in L2 when it was measured. Alone, the GEMV is
+    # priced by that curve; beside 1 GiB of other inputs (a decode step's other weights) the
+    # weight, and x, come from HBM: their 33,562,624 B take 1 / copy rate past L2 - 1 / L2's
+    # 5.2179 TB/s more. The copy curve at 2 x L2 = 100 MB, in log(bytes) between 67.1 MB
+    # (0.8467 of 4.8 TB/s) and 134.2 MB (0.8695): 4.8e12 * (0.8467 + 0.0228 * log(100 /
+    # 67.1) / log(2)) = 4.1272 TB/s
+    import math
+    gemv = """
+        name: t
+        tensors: {x: {shape: [1, 4096], dtype: bf16}, w: {shape: [4096, 4096], dtype: bf16}%s}
+        ops: [{kind: matmul, name: mm, inputs: [x, w], outputs: [y]}%s]
+    """
+    hw = "hardware_specs/measured/h200.yaml"
+    alone = _predict(write_yaml, gemv % ("", ""), hw=hw).kernels[0]
+    step = _predict(write_yaml, gemv % (", rest: {shape: [536870912], dtype: bf16}",
+                                        ", {kind: scale, name: other, inputs: [rest], "
+                                        "outputs: [z]}"), hw=hw).kernels[0]
+    copy_rate = 4.8e12 * (0.8467 + (0.8695 - 0.8467) * math.log(100 / 67.1) / math.log(2))
+    assert copy_rate == pytest.approx(4.1272e12, rel=1e-4)
+    extra_s = 33_562_624 * (1 / copy_rate - 1 / 5.2179e12)               # 1.70 µs
+    assert step.memory_s - alone.memory_s == pytest.approx(extra_s, rel=1e-3)
+    # the curve's terms overlap in part (the spec's gemm overlap 0.242 of the other term)
+    assert step.compute_s - alone.compute_s == pytest.approx(0.242 * extra_s, rel=1e-2)
