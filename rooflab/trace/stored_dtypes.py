@@ -124,8 +124,9 @@ def with_weight_dtype(graph: Graph, dtype: str, skipped: tuple[str, ...] = ()) -
                     narrow.discard(root.get(t, t))
     if not narrow:
         return graph
-    tensors = {n: (Tensor(n, t.shape, to, t.strides) if root.get(n, n) in narrow else t)
-               for n, t in graph.tensors.items()}
+    tensors = dict(graph.tensors)
+    for n in narrow:
+        tensors[n] = _retyped(tensors[n], to)
     # projections of one activation read it through views of their own (each F.linear
     # reshapes it): one quantize serves every view of the same bytes in the same shape
     region = view_regions(graph)
@@ -134,7 +135,7 @@ def with_weight_dtype(graph: Graph, dtype: str, skipped: tuple[str, ...] = ()) -
     for op in graph.ops:
         if op.kind not in _GEMMS or \
                 root.get(op.inputs[1], op.inputs[1]) not in narrow:
-            ops.append(op)
+            ops.append(_follow_dtypes(op, tensors, graph))
             continue
         x, w = op.inputs
         out_dtype = graph.tensors[op.outputs[0]].dtype.name
@@ -183,15 +184,20 @@ def with_kv_dtype(graph: Graph, dtype: str) -> Graph:
             ops.append(Op(f"{op.name}.quantize_input", "quantize", (src,), (q,),
                           {"dtype": to.name}, block=op.block))
             op = replace(op, inputs=ins[:-1] + (q,))
-        # the dtypes that follow from the retyped inputs (views, copies and scatters of the
-        # cache are fp8; attention over it writes the queries' dtype)
-        if any(tensors[t] is not graph.tensors[t] for t in op.inputs):
-            inferred = KINDS[op.kind].infer(op, [tensors[t] for t in op.inputs])
-            for name, (_, d) in zip(op.outputs, inferred):
-                if d != tensors[name].dtype:
-                    tensors[name] = _retyped(tensors[name], d)
-        ops.append(op)
+        # views, copies and scatters of the cache are fp8; attention over it writes q's dtype
+        ops.append(_follow_dtypes(op, tensors, graph))
     return replace(graph, tensors=tensors, ops=tuple(ops))
+
+
+def _follow_dtypes(op: Op, tensors: dict[str, Tensor], graph: Graph) -> Op:
+    """`op`, its outputs in `tensors` retyped to what its kind infers from its inputs there,
+    where an input is no longer `graph`'s (retyped or new)."""
+    if any(tensors[t] is not graph.tensors.get(t) for t in op.inputs):
+        inferred = KINDS[op.kind].infer(op, [tensors[t] for t in op.inputs])
+        for name, (_, d) in zip(op.outputs, inferred):
+            if d != tensors[name].dtype:
+                tensors[name] = _retyped(tensors[name], d)
+    return op
 
 
 def _retyped(t: Tensor, dtype: DType, name: str | None = None) -> Tensor:
