@@ -191,7 +191,7 @@ def with_kv_dtype(graph: Graph, dtype: str) -> Graph:
 
 def _follow_dtypes(op: Op, tensors: dict[str, Tensor], graph: Graph) -> Op:
     """`op`, its outputs in `tensors` retyped to what its kind infers from its inputs there,
-    where an input is no longer `graph`'s (retyped or new)."""
+    where an input differs from `graph`'s (retyped or new)."""
     if any(tensors[t] is not graph.tensors.get(t) for t in op.inputs):
         inferred = KINDS[op.kind].infer(op, [tensors[t] for t in op.inputs])
         for name, (_, d) in zip(op.outputs, inferred):
