@@ -8,13 +8,14 @@ exact: a tensor's `nbytes` (block scales included), summed.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from enum import Enum
 from typing import Callable, Mapping
 
+import numpy as np
+
 from rooflab.graph import Graph
-from rooflab.grid import vmax
+from rooflab.grid import Values
 from rooflab.ops import KINDS, Role
 
 MiB = 1 << 20
@@ -151,15 +152,9 @@ def on_chip_tensors(schedule) -> frozenset[str]:
     return frozenset(kept)
 
 
-def activation_timeline(graph: Graph, on_chip: frozenset[str] = frozenset()) -> list[int]:
-    """Bytes of activations live while each op of `graph` runs, in op order.
-
-    A tensor an op makes is live from that op to the last op that reads it, or any view or
-    scatter output that names its bytes (a graph output: to the last op); one nothing reads is
-    live during its own op only. An op's inputs and outputs are live together. Views and
-    scatter outputs cost nothing themselves; a scatter into an input (the KV cache) adds no
-    activation bytes. NB: an in-place op other than a scatter (a traced `add_`) is a new
-    tensor here, so its input and output are counted together for that one op."""
+def _live_deltas(graph: Graph, on_chip: frozenset[str]) -> list:
+    """Per op of `graph`, the activation bytes that start to live there less those that stop
+    living after the op before (activation_timeline's rule)."""
     n = len(graph.ops)
     root = storage_roots(graph)
     made_at: dict[str, int] = {}
@@ -182,11 +177,43 @@ def activation_timeline(graph: Graph, on_chip: frozenset[str] = frozenset()) -> 
         b = graph.tensors[t].nbytes
         delta[i] += b
         delta[last[t] + 1] -= b
+    return delta[:n]
+
+
+def activation_timeline(graph: Graph, on_chip: frozenset[str] = frozenset()) -> list[int]:
+    """Bytes of activations live while each op of `graph` runs, in op order.
+
+    A tensor an op makes is live from that op to the last op that reads it, or any view or
+    scatter output that names its bytes (a graph output: to the last op); one nothing reads is
+    live during its own op only. An op's inputs and outputs are live together. Views and
+    scatter outputs cost nothing themselves; a scatter into an input (the KV cache) adds no
+    activation bytes. NB: an in-place op other than a scatter (a traced `add_`) is a new
+    tensor here, so its input and output are counted together for that one op."""
     live, out = 0, []
-    for d in delta[:n]:
+    for d in _live_deltas(graph, on_chip):
         live += d
         out.append(live)
     return out
+
+
+def activation_peak_bytes(graph: Graph, on_chip: frozenset[str] = frozenset()):
+    """The most bytes of activations live at once: the max of activation_timeline, an int, or
+    over a sweep's grid an array of every point's peak."""
+    live = peak = 0
+    for d in _live_deltas(graph, on_chip):
+        live = _into(np.add, live, d)
+        peak = _into(np.maximum, peak, live)
+    return peak
+
+
+def _into(ufunc, acc, x):
+    """ufunc(acc, x) for numbers; over a grid, written into acc's own array once it spans the
+    result (a step's thousands of ops would otherwise allocate a grid-sized array each)."""
+    if not isinstance(acc, np.ndarray) and not isinstance(x, np.ndarray):
+        return acc + x if ufunc is np.add else max(acc, x)
+    if isinstance(acc, np.ndarray) and acc.shape == np.broadcast_shapes(acc.shape, np.shape(x)):
+        return ufunc(acc, x, out=acc)
+    return ufunc(acc, x).view(Values)
 
 
 def step_memory(graph: Graph, roles: Mapping[str, TensorRole],
@@ -208,7 +235,7 @@ def step_memory(graph: Graph, roles: Mapping[str, TensorRole],
     return StepMemory(weights_bytes=sums[TensorRole.WEIGHT],
                       kv_cache_bytes=sums[TensorRole.KV_CACHE],
                       input_bytes=sums[TensorRole.INPUT],
-                      activation_peak_bytes=functools.reduce(vmax, activation_timeline(graph, on_chip), 0),
+                      activation_peak_bytes=activation_peak_bytes(graph, on_chip),
                       workspace_bytes=workspace_bytes)
 
 

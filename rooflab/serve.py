@@ -18,8 +18,9 @@ allowance (rooflab.memory). A configuration over what one process can allocate o
 (Hardware.allocatable_bytes) is reported as not fitting, with what takes the memory, and is
 not priced.
 
-Every step is priced by the one cost model over a grid of sizes at once (rooflab.grid): all
-batches x decode steps of one (GPU, input, output) are one prediction.
+Every step is priced by the one cost model over a grid of sizes at once (rooflab.grid): on one
+GPU, the decode step at every batch x every context that any (input, output) pair reaches is
+one prediction, and so are the prefills and the memory of every batch x length.
 """
 
 from __future__ import annotations
@@ -132,11 +133,12 @@ def _check_sizes(batches, inputs, outputs) -> None:
 
 def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
           inputs: list[int], outputs: list[int], schedule: str = "fused",
-          launch: str = "graph", *, prefill_source: str | None = None,
+          launch: str | list[str] = "graph", *, prefill_source: str | None = None,
           sets: dict[str, int] | None = None, kv: str = "growing",
           chunk: int | None = None, tp: int = 1, ep: int = 1, dp: int = 1,
           sp: bool = False) -> ServeTable:
-    """The ServeTable of every GPU x input x output x batch (in that nesting order). `dp`:
+    """The ServeTable of every launch mode x GPU x input x output x batch (in that nesting
+    order; `launch` is one mode or a list, the memory columns are worked out once). `dp`:
     data-parallel replicas of the whole (tp x ep) group, each serving its own batch: the
     deployment's throughput (total_tokens_per_s) is dp times one replica's, a request's
     latency and the per-GPU figures do not change; `gpus` counts tp x ep x dp. `sp`:
@@ -168,17 +170,23 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
             raise RooflabError(f"--chunk: {steps.name}'s decode workload declares no `seq`, so "
                                "it cannot run a chunk of several tokens against its cache")
     hws = [api.load_hardware(h) for h in gpus]
-    parts, largest = [], []
-    for hw in hws:
-        for n_in in inputs:
-            for n_out in outputs:
-                parts.append(_one(steps, hw, np.asarray(batches), n_in, n_out, schedule,
-                                  launch, kv, chunk, tp, ep, dp))
-                largest.append(dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out,
-                                    batch=largest_batch(steps, hw, schedule, n_in, n_out,
-                                                        chunk)))
+    launches = [launch] if isinstance(launch, str) else list(launch)
+    pairs = [(n_in, n_out) for n_in in inputs for n_out in outputs]
+    b = np.asarray(batches)
+    # what fits depends on the schedule (what stays on chip), not on the launch mode
+    fit = [(hw, _memory(steps, hw, schedule, b, pairs, chunk),
+            largest_batches(steps, hw, schedule, pairs, chunk)) for hw in hws]
+    parts = []
+    for mode in launches:
+        for hw, mem, _ in fit:
+            ttft = _prefill_times(steps, hw, b, inputs, chunk, schedule, mode)
+            tpot = _decode_times(steps, hw, b, pairs, kv, schedule, mode)
+            parts += [_rows(hw, b, n_in, n_out, mem[n_in, n_out], ttft[n_in], tpot[n_in, n_out],
+                            schedule, mode, tp, ep, dp) for n_in, n_out in pairs]
+    largest = [dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out, batch=tops[n_in, n_out])
+               for hw, _, tops in fit for n_in, n_out in pairs]
     cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
-    meta = dict(model=steps.name, schedule=schedule, launch=launch, kv=kv,
+    meta = dict(model=steps.name, schedule=schedule, launch=",".join(launches), kv=kv,
                 method="every decode step priced at its own context" if kv == "growing"
                 else "every decode step priced at input + output (a static cache)",
                 chunk=chunk, tp=tp, ep=ep, dp=dp, sp=bool(sp),
@@ -190,43 +198,69 @@ def _step_times(step: Callable[..., Graph], hw: Hardware, axes: dict, sizes: Cal
                 schedule: str, launch: str) -> np.ndarray:
     """Predicted step time (s) at every point of the grid over `axes`, shaped like the grid;
     `sizes(params)` turns grid params into the step's arguments."""
+    return _grid_columns(lambda p: {"time_s": api.predict_graph(
+        step(*sizes(p)), hw, schedule, launch).totals.time_s}, axes, ("time_s",))["time_s"]
+
+
+def _grid_columns(question: Callable[[dict], dict], axes: dict,
+                  names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """question(params) over the grid of `axes`, its answer's `names` as arrays shaped like
+    the grid."""
     part = grid.grid(axes)
-    answers = grid.evaluate(part, lambda p: api.predict_graph(step(*sizes(p)), hw, schedule,
-                                                              launch))
-    return grid.gather(answers, part.index.size,
-                       lambda pred: pred.totals.time_s).reshape(part.index.shape)
+    answers = grid.evaluate(part, question)
+    return {k: grid.gather(answers, part.index.size, lambda a, k=k: a[k])
+            .reshape(part.index.shape) for k in names}
 
 
-def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray, n_in: int,
-            n_out: int, chunk: int | None = None) -> dict[str, np.ndarray]:
-    """Memory columns (bytes, per batch) of serving input + output tokens under `schedule` (a
-    tensor a fused kernel keeps on chip takes no memory). With `chunk`, the prefill's
-    activations are those of its last full chunk."""
-    n = n_in + n_out
-    if chunk is not None and chunk < n_in:
-        first = n_in - n_in % chunk if n_in % chunk else n_in
-        prefill = (lambda bb, cc: steps.extend(bb, chunk, cc)), first, "context"
-    else:
-        prefill = steps.prefill, n_in, "seq"
+def _memory(steps: Steps, hw: Hardware, schedule: str, batches: np.ndarray,
+            pairs: list[tuple[int, int]], chunk: int | None = None
+            ) -> dict[tuple[int, int], dict[str, np.ndarray]]:
+    """Memory columns (bytes, per batch) of serving each (input, output) pair of `pairs` under
+    `schedule` (a tensor a fused kernel keeps on chip takes no memory). With `chunk`, the
+    prefill's activations are those of its last full chunk. The decode step is priced once
+    over batch x every input + output, each prefill kind once over batch x its lengths."""
+    totals = sorted({n_in + n_out for n_in, n_out in pairs})
     # a tensor's role depends on which sizes its shape follows, not on the batch: worked out
     # once, at batch 1, from probes one size larger
-    dec_roles = _roles(steps.decode, n, "context", set())
+    dec_roles = _roles(steps.decode, totals[0], "context", set())
     kv_names = {t for t, r in dec_roles.items() if r is memory.TensorRole.KV_CACHE}
-    pre_roles = _roles(prefill[0], prefill[1], prefill[2], kv_names)
+    dec = _step_memory_grid(steps.decode, dec_roles, hw, schedule, True, batches, "context",
+                            totals)
+    # the prefill that sets the activation peak: the whole prompt, or its last full chunk
+    def chunked(n_in: int) -> bool:
+        return chunk is not None and chunk < n_in
 
-    def at(b) -> dict:
-        dec = _step_memory(steps.decode(b, n), dec_roles, hw, schedule, True)
-        pre = _step_memory(prefill[0](b, prefill[1]), pre_roles, hw, schedule, False)
-        act = np.maximum(pre.activation_peak_bytes + pre.input_bytes,
-                         dec.activation_peak_bytes + dec.input_bytes)
-        return dict(weights_bytes=dec.weights_bytes, kv_cache_bytes=dec.kv_cache_bytes,
-                    activation_bytes=act, workspace_bytes=dec.workspace_bytes)
-    part = grid.grid({"batch": batches})
-    answers = grid.evaluate(part, lambda p: at(p["batch"]))
-    return {k: grid.gather(answers, len(batches), lambda a, k=k: a[k]) for k in _MEMORY}
+    def last_chunk_end(n_in: int) -> int:
+        return n_in - n_in % chunk if n_in % chunk else n_in
+    pre_at: dict[int, tuple[dict, int]] = {}
+    whole = sorted({n_in for n_in, _ in pairs if not chunked(n_in)})
+    if whole:
+        roles = _roles(steps.prefill, whole[0], "seq", kv_names)
+        cols = _step_memory_grid(steps.prefill, roles, hw, schedule, False, batches, "seq", whole)
+        pre_at.update({n_in: (cols, i) for i, n_in in enumerate(whole)})
+    ends = sorted({last_chunk_end(n_in) for n_in, _ in pairs if chunked(n_in)})
+    if ends:
+        def extend(b, c):
+            return steps.extend(b, chunk, c)
+        roles = _roles(extend, ends[0], "context", kv_names)
+        cols = _step_memory_grid(extend, roles, hw, schedule, False, batches, "context", ends)
+        pre_at.update({n_in: (cols, ends.index(last_chunk_end(n_in)))
+                       for n_in, _ in pairs if chunked(n_in)})
+    out = {}
+    for n_in, n_out in pairs:
+        d = totals.index(n_in + n_out)
+        pre, p = pre_at[n_in]
+        act = np.maximum(pre["activation_peak_bytes"][:, p] + pre["input_bytes"][:, p],
+                         dec["activation_peak_bytes"][:, d] + dec["input_bytes"][:, d])
+        out[n_in, n_out] = dict(weights_bytes=dec["weights_bytes"][:, d],
+                                kv_cache_bytes=dec["kv_cache_bytes"][:, d],
+                                activation_bytes=act,
+                                workspace_bytes=dec["workspace_bytes"][:, d])
+    return out
 
 
-_MEMORY = ("weights_bytes", "kv_cache_bytes", "activation_bytes", "workspace_bytes")
+_STEP_MEMORY = ("weights_bytes", "kv_cache_bytes", "input_bytes", "activation_peak_bytes",
+                "workspace_bytes")
 
 
 # (step, size name, KV names) -> the roles of its tensors: a sweep over prompt x output lengths
@@ -262,67 +296,102 @@ def _step_memory(g: Graph, roles: dict, hw: Hardware, schedule: str,
     return memory.step_memory(g, roles, on_chip=free)
 
 
-# Largest batch `largest_batch` looks for: beyond it the answer is given as this bound.
+def _step_memory_grid(step: Callable[..., Graph], roles: dict, hw: Hardware, schedule: str,
+                      outputs_counted: bool, batches: np.ndarray, size_name: str,
+                      sizes: list[int]) -> dict[str, np.ndarray]:
+    """_step_memory of step(batch, size) at every batch x size: each StepMemory field (bytes)
+    as an array [batch, size]."""
+    def question(p):
+        m = _step_memory(step(p["batch"], p[size_name]), roles, hw, schedule, outputs_counted)
+        return {k: getattr(m, k) for k in _STEP_MEMORY}
+    return _grid_columns(question, {"batch": batches, size_name: sizes}, _STEP_MEMORY)
+
+
+# Largest batch `largest_batches` looks for: beyond it the answer is given as this bound.
 MAX_BATCH = 65_536
 
 
-def largest_batch(steps: Steps, hw: Hardware, schedule: str, n_in: int, n_out: int,
-                  chunk: int | None = None) -> int:
-    """The largest batch whose memory fits in what `hw` can allocate at input + output tokens
+def largest_batches(steps: Steps, hw: Hardware, schedule: str, pairs: list[tuple[int, int]],
+                    chunk: int | None = None) -> dict[tuple[int, int], int]:
+    """Per (input, output) pair, the largest batch whose memory fits in what `hw` can allocate
     (0 when not even one sequence fits), found by pricing the memory of every batch up to a
     bound: the batches the KV cache alone leaves room for."""
-    two = _memory(steps, hw, schedule, np.array([1, 2]), n_in, n_out, chunk)
-    total = sum(two.values())
-    if total[0] > hw.allocatable_bytes:
-        return 0
-    per_seq = total[1] - total[0]
-    room = hw.allocatable_bytes - total[0]
-    top = MAX_BATCH if per_seq <= 0 else int(min(MAX_BATCH, room // per_seq + 1))
-    b = np.arange(1, max(top, 1) + 1)
-    memory_bytes = sum(_memory(steps, hw, schedule, b, n_in, n_out, chunk).values())
-    fits = memory_bytes <= hw.allocatable_bytes
-    return int(b[fits].max())
+    out, tops = {}, {}
+    for pair, cols in _memory(steps, hw, schedule, np.array([1, 2]), pairs, chunk).items():
+        total = sum(cols.values())
+        if total[0] > hw.allocatable_bytes:
+            out[pair] = 0
+            continue
+        per_seq = total[1] - total[0]
+        room = hw.allocatable_bytes - total[0]
+        tops[pair] = MAX_BATCH if per_seq <= 0 else int(min(MAX_BATCH, room // per_seq + 1))
+    if tops:
+        b = np.arange(1, max(tops.values()) + 1)
+        every = _memory(steps, hw, schedule, b, list(tops), chunk)
+        for pair, top in tops.items():
+            fits = sum(every[pair].values())[:top] <= hw.allocatable_bytes
+            out[pair] = int(b[:top][fits].max())
+    return out
 
 
-def _prefill_times(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int,
-                   chunk: int | None, schedule: str, launch: str) -> np.ndarray:
-    """TTFT per batch: one prefill of the prompts, or with `chunk` a prefill of the first chunk
-    and then one extend step per further chunk, each against the cache so far."""
-    if chunk is None or chunk >= n_in:
-        return _step_times(steps.prefill, hw, {"batch": batches}, lambda p: (p["batch"], n_in),
-                           schedule, launch)
-    full, rest = divmod(n_in, chunk)
-    ttft = _step_times(steps.prefill, hw, {"batch": batches}, lambda p: (p["batch"], chunk),
-                       schedule, launch)
-    if full > 1:
-        ends = chunk * np.arange(2, full + 1)          # cache length after chunks 2..full
-        ttft = ttft + _step_times(lambda b, c: steps.extend(b, chunk, c), hw,
-                                  {"batch": batches, "context": ends},
-                                  lambda p: (p["batch"], p["context"]), schedule,
-                                  launch).sum(axis=1)
-    if rest:
-        ttft = ttft + _step_times(lambda b, c: steps.extend(b, rest, c), hw,
-                                  {"batch": batches, "context": [n_in]},
-                                  lambda p: (p["batch"], p["context"]), schedule,
-                                  launch)[:, 0]
-    return ttft
+def _prefill_times(steps: Steps, hw: Hardware, batches: np.ndarray, inputs: list[int],
+                   chunk: int | None, schedule: str, launch: str) -> dict[int, np.ndarray]:
+    """TTFT (s) per batch of each prompt length: one prefill of the prompts, or with `chunk` a
+    prefill of the first chunk and then one extend step per further chunk, each against the
+    cache so far. Each kind of step is priced once over batch x the lengths it runs at."""
+    def times(step, name, sizes):
+        return _step_times(step, hw, {"batch": batches, name: sizes},
+                           lambda p: (p["batch"], p[name]), schedule, launch)
+    whole = [n for n in inputs if chunk is None or chunk >= n]
+    out = {n: t for n, t in zip(whole, times(steps.prefill, "seq", whole).T)} if whole else {}
+    split = [n for n in inputs if n not in out]
+    if not split:
+        return out
+    first = times(steps.prefill, "seq", [chunk])[:, 0]
+    # the cache length after each further full chunk of every prompt, and a last partial chunk
+    ends = sorted({int(e) for n in split for e in chunk * np.arange(2, n // chunk + 1)})
+    mid = times(lambda b, c: steps.extend(b, chunk, c), "context", ends) if ends else None
+    tails = {}
+    for rest in sorted({n % chunk for n in split} - {0}):
+        lens = [n for n in split if n % chunk == rest]
+        t = times(lambda b, c, rest=rest: steps.extend(b, rest, c), "context", lens)
+        tails.update(zip(lens, t.T))
+    at = {e: i for i, e in enumerate(ends)}
+    for n in split:
+        ttft = first
+        if n // chunk > 1:
+            ttft = ttft + mid[:, [at[e] for e in chunk * np.arange(2, n // chunk + 1)]].sum(axis=1)
+        if n % chunk:
+            ttft = ttft + tails[n]
+        out[n] = ttft
+    return out
 
 
-def _one(steps: Steps, hw: Hardware, batches: np.ndarray, n_in: int, n_out: int,
-         schedule: str, launch: str, kv: str, chunk: int | None,
-         tp: int = 1, ep: int = 1, dp: int = 1) -> dict[str, np.ndarray]:
-    n = len(batches)
-    mem = _memory(steps, hw, schedule, batches, n_in, n_out, chunk)
-    total = sum(mem.values())
-    fits = total <= hw.allocatable_bytes
-    ttft = _prefill_times(steps, hw, batches, n_in, chunk, schedule, launch)
-    if n_out > 1:
-        ctx = (np.arange(1, n_out) + n_in) if kv == "growing" else np.array([n_in + n_out])
+def _decode_times(steps: Steps, hw: Hardware, batches: np.ndarray,
+                  pairs: list[tuple[int, int]], kv: str, schedule: str,
+                  launch: str) -> dict[tuple[int, int], np.ndarray]:
+    """TPOT (s) per batch of each (input, output) pair: the mean of its decode steps, each at
+    its own context (kv growing) or all at input + output (static); NaN with one output token.
+    The decode step is priced once over batch x every context the pairs run at."""
+    ctx_of = {(n_in, n_out): np.arange(1, n_out) + n_in if kv == "growing"
+              else np.array([n_in + n_out]) for n_in, n_out in pairs if n_out > 1}
+    out = {pair: np.full(len(batches), np.nan) for pair in pairs}
+    if ctx_of:
+        ctx = np.unique(np.concatenate(list(ctx_of.values())))
         dec = _step_times(steps.decode, hw, {"batch": batches, "context": ctx},
                           lambda p: (p["batch"], p["context"]), schedule, launch)
-        tpot = dec.mean(axis=1)
-    else:
-        tpot = np.full(n, np.nan)
+        out.update({pair: dec[:, np.searchsorted(ctx, c)].mean(axis=1)
+                    for pair, c in ctx_of.items()})
+    return out
+
+
+def _rows(hw: Hardware, batches: np.ndarray, n_in: int, n_out: int, mem: dict,
+          ttft: np.ndarray, tpot: np.ndarray, schedule: str, launch: str,
+          tp: int, ep: int, dp: int) -> dict[str, np.ndarray]:
+    """The table's columns for one GPU, input and output, one row per batch."""
+    n = len(batches)
+    total = sum(mem.values())
+    fits = total <= hw.allocatable_bytes
     decode_s = np.where(n_out > 1, (n_out - 1) * np.nan_to_num(tpot), 0.0)
     latency = ttft + decode_s
     why = np.array([_why(total[i], hw, {k: v[i] for k, v in mem.items()}) if not fits[i] else ""
@@ -416,15 +485,12 @@ def sweep(source: str, gpus: list[str | Hardware], batches: list[int], inputs: l
                           **({"ep": ep} if ep > 1 else {}), **({"sp": 1} if sp else {})})
         label = ",".join(f"{k}={v}" for k, v in variant.items())
         for s in schedules:
-            for mode in launches:
-                t = serve(steps, gpus, batches, inputs, outputs, s, mode, kv=kv, chunk=chunk,
-                          tp=tp, ep=ep, dp=dp, sp=sp)
-                t.columns["variant"][:] = label
-                tables.append(t)
-            # what fits depends on the schedule (what stays on chip) and the variant, not
-            # on the launch mode
+            t = serve(steps, gpus, batches, inputs, outputs, s, launches, kv=kv, chunk=chunk,
+                      tp=tp, ep=ep, dp=dp, sp=sp)
+            t.columns["variant"][:] = label
+            tables.append(t)
             largest += [{**fit, "schedule": s, "variant": label}
-                        for fit in tables[-1].meta["largest_batch"]]
+                        for fit in t.meta["largest_batch"]]
     out = concat(tables)
     return ServeTable(out.columns, {**tables[0].meta, "schedule": ",".join(schedules),
                                     "launch": ",".join(launches), "largest_batch": largest})

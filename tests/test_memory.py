@@ -4,8 +4,9 @@ from the bundled models' config.json."""
 
 import pytest
 
-from rooflab import api
-from rooflab.memory import (WORKSPACE_BYTES, StepMemory, TensorRole, activation_timeline,
+from rooflab import api, grid
+from rooflab.memory import (WORKSPACE_BYTES, StepMemory, TensorRole, activation_peak_bytes,
+                            activation_timeline,
                             kv_bytes_per_token, probe_graphs, step_memory, storage_roots,
                             tensor_roles)
 
@@ -59,6 +60,15 @@ def test_tiny_graph_activation_peak_by_hand(write_yaml):
     assert m.total_bytes == 2944 + 536_870_912
     assert step_memory(g, roles, workspace_bytes=0).total_bytes == 2944
 
+
+
+def test_the_activation_peak_over_a_sweeps_grid_is_each_points_own(write_yaml):
+    # TINY at batch 1, 2, 7 x F 1, 32 at once. Per batch row, h, d, y 32 B and g, a 4F B:
+    # F = 1: op3 h+g+a = 40, op6 h+d+y = 96 -> 96 b at op6; F = 32: op3 32+128+128 = 288 b
+    part = grid.grid({"batch": [1, 2, 7], "F": [1, 32]})
+    g = api.load_workload(str(write_yaml(TINY)), part.params)
+    assert activation_peak_bytes(g).tolist() == [[96, 288], [192, 576], [672, 2016]]
+    assert activation_peak_bytes(api.load_workload(str(write_yaml(TINY)))) == 576
 
 SCATTER = """
     name: scatters

@@ -3,7 +3,9 @@ bytes a kernel reads through them, worked out by hand (unfused, H200)."""
 
 import pytest
 
-from rooflab import ops, workload
+import numpy as np
+
+from rooflab import api, grid, ops, workload
 from rooflab.errors import RooflabError
 
 BF16 = 2
@@ -114,3 +116,25 @@ def test_references_match_torch_on_cpu(write_yaml):
     env = reference.run_graph(g, {"x": x})
     assert torch.equal(env["a"], x[:, 3:200:5])
     assert torch.equal(env["c"], torch.cat([x[1:], x[:1]]))
+
+
+def test_a_slice_of_a_size_that_varies_over_a_sweep_clips_per_point(write_yaml):
+    # x [seq, 8] at seq = 4 and 10 at once (a sweep's grid): x[-1:] is 1 row at both,
+    # x[2:-1] 1 and 7 rows, x[:6] 4 and 6 rows, clipped as Python clips
+    text = """name: t
+params: {seq: 4}
+tensors: {x: {shape: [seq, 8], dtype: bf16}}
+ops:
+  - {kind: slice, name: a, axis: 0, start: -1, inputs: [x], outputs: [a]}
+  - {kind: slice, name: b, axis: 0, start: 2, end: -1, inputs: [x], outputs: [b]}
+  - {kind: slice, name: c, axis: 0, end: 6, inputs: [x], outputs: [c]}
+  - {kind: concat, name: k, axis: 0, inputs: [a, b, c], outputs: [y]}
+"""
+    seq = grid.values([4, 10])
+    g = api.load_workload(str(write_yaml(text)), {"seq": seq})
+    assert [list(np.broadcast_to(g.tensors[t].shape[0], 2)) for t in "abcy"] == \
+        [[1, 1], [1, 7], [4, 6], [6, 14]]
+    assert ops.view_regions(g)["b"][1][0][2:] == (2, seq - 1, 1)
+    # empty at seq = 4 and not at 10: the points disagree, and the grid is cut
+    with pytest.raises(grid.Split):
+        api.load_workload(str(write_yaml(text.replace("end: 6", "start: 5"))), {"seq": seq})

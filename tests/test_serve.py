@@ -117,6 +117,31 @@ def test_chunked_prefill_is_the_first_chunk_then_extend_steps():
     assert whole["ttft_s"] == pytest.approx(step({"seq": 1000, "context": 1000}), rel=1e-12)
 
 
+
+def test_every_input_and_output_at_once_equals_each_pair_alone():
+    # one serve prices the decode step once over every context its pairs reach, each kind of
+    # prefill once over its lengths and the memory once over batch x length: a pair's rows and
+    # largest batch are those of a serve of that pair alone. Chunks of 384: 300 tokens are one
+    # prefill, 1000 end in a chunk of 232, 1200 in one of 48; one output token has no decode.
+    inputs, outputs, batches = [300, 1000, 1200], [1, 3], [1, 5]
+    t = serve.serve(DEC, ["h200"], batches, inputs, outputs, "fused", ["graph", "eager"],
+                    chunk=384)
+    rows = iter(t.rows())
+    for mode in ("graph", "eager"):
+        for n_in in inputs:
+            for n_out in outputs:
+                alone = serve.serve(DEC, ["h200"], batches, [n_in], [n_out], "fused", mode,
+                                    chunk=384)
+                for want in alone.rows():
+                    got = next(rows)
+                    for k, v in want.items():
+                        same = (got[k] == v or isinstance(v, float) and math.isnan(v)
+                                and math.isnan(got[k]))
+                        assert same or got[k] == pytest.approx(v, rel=1e-12), (mode, n_in, k)
+                if mode == "graph":
+                    assert alone.meta["largest_batch"][0] in t.meta["largest_batch"]
+    assert len(t.meta["largest_batch"]) == 6 and t.meta["launch"] == "graph,eager"
+
 def test_an_fp8_kv_cache_halves_its_bytes():
     # --set kv_dtype=fp8: 1 byte per element instead of 2 (32 x 2 x 8 x 128 B = 65,536 per token)
     rows = {v: serve.serve(DEC, ["h200"], [16], [1024], [64], sets={"kv_dtype": v}).rows()[0]

@@ -9,6 +9,9 @@ one slice reads only its bytes.
 
 from __future__ import annotations
 
+import numpy as np
+
+from rooflab.grid import vmax, vmin, vwhere
 from rooflab.ops.base import (Attr, OpCost, OpKind, Role, ShapeError, TritonHook, axis_of,
                               read_write_once, register)
 
@@ -31,15 +34,29 @@ def _range(op, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
     if not -len(shape) <= ax < len(shape):
         raise ShapeError(f"axis {ax} out of range for a {len(shape)}-D tensor")
     ax %= len(shape)
-    start, stop, step = slice(op.attrs.get("start", 0), op.attrs.get("end"),
-                              op.attrs.get("step", 1)).indices(shape[ax])
-    return ax, start, stop, step
+    start, stop, step = op.attrs.get("start", 0), op.attrs.get("end"), op.attrs.get("step", 1)
+    if not any(isinstance(v, np.ndarray) for v in (shape[ax], start, stop)):
+        return (ax, *slice(start, stop, step).indices(shape[ax]))
+    # a size that varies over a sweep's grid: Python's clipping, per point
+    if step is None or step < 1:
+        raise ShapeError("a slice of a size that varies over a sweep's grid needs a positive "
+                         "step")
+    dim = shape[ax]
+
+    def clip(i):
+        return vmin(vmax(vwhere(i < 0, i + dim, i), 0), dim)
+    return ax, clip(start), dim if stop is None else clip(stop), step
+
+
+def _length(start, stop, step):
+    """len(range(start, stop, step)) for a positive step, of numbers or grid Values."""
+    return vmax(-((start - stop) // step), 0)
 
 
 def _slice_infer(op, ins):
     x = ins[0]
     ax, start, stop, step = _range(op, x.shape)
-    n = len(range(start, stop, step))
+    n = _length(start, stop, step)
     if n == 0:
         raise ShapeError(f"slice [{op.attrs.get('start', 0)}:{op.attrs.get('end', '')}] of "
                          f"dimension {ax} (size {x.shape[ax]}) is empty")
