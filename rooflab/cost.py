@@ -381,7 +381,9 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
     if family in CURVE_ELEMENT_BYTES and family in hw.family_curves:
         # a family whose time follows its elements reads its curve at their computed width
         sized = curve_bytes(family, moved, g.tensors[first.inputs[0]].dtype.bits / 8)
-    memory_s = sized / hw.hbm_rate_for(sized, family) / waves if moved else 0.0
+    # a family's measured curve holds how its kernel's tiles fill the SMs (the grouped GEMM's)
+    spread = 1.0 if family in hw.family_curves else waves
+    memory_s = sized / hw.hbm_rate_for(sized, family) / spread if moved else 0.0
     if gemm_curve and hw.l2_bytes_per_s:
         # the curve times one GEMM back to back, its operands in L2 up to L2's size; a step that
         # outgrows L2 reads its inputs (weights) from HBM: copy rate past L2, not L2's rate
@@ -390,8 +392,7 @@ def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str
         memory_s = memory_s + vwhere((info.input_bytes > hw.l2_bytes) & (sized <= hw.l2_bytes),
                                      vmax(extra_s, 0.0), 0.0)
     if gemm_curve:
-        # each curve holds the GEMMs its term dominates; where the two are alike, cuBLAS
-        # overlaps them only in part
+        # each curve holds the GEMMs its term dominates; where alike, cuBLAS overlaps them in part
         compute_s, memory_s = (compute_s + hw.gemm_overlap * memory_s,
                                memory_s + hw.gemm_overlap * compute_s)
     if backend_eff:
@@ -447,8 +448,7 @@ def _attention_balance(info: _Graphinfo, kernel: Kernel, sm_count: int) -> float
     if att is not None:
         # mla_attention's keys are its latent cache, [B, Sk, L]: the third input
         keys = att.inputs[2] if att.kind == "mla_attention" else att.inputs[1]
-        # the shapes the op sees, not its inputs' roots: q of [B, S, H*D] viewed as [B, H, S, D]
-        # has B*H heads, not B
+        # the op's own shapes, not its inputs' roots: q [B, S, H*D] seen as [B, H, S, D]: B*H heads
         q, sk = g.tensors[att.inputs[0]], g.tensors[keys].shape[-2]
         causal = att.attrs.get("causal", True)
     elif kernel.fusion == "attention":

@@ -79,6 +79,9 @@ FAMILIES: dict[str, str] = {
     "cat_strided": "torch.cat where an input is not row-major (rotary embedding's cat of a "
                    "negated half with a sliced half): ATen's CatArrayBatchedCopy indexing "
                    "every element through its strides",
+    "grouped_mm": "a 16-bit grouped expert GEMM (torch._grouped_mm, transformers' MoE experts): "
+                  "ATen's CUTLASS grouped kernel and the kernel that prepares its problem list, "
+                  "priced by its bytes (the weights of the experts that get a row)",
     "gemm_cublas": "a 16-bit GEMM as ATen calls cuBLAS / cuBLASLt (mm, bmm, linear; addmm's "
                    "bias in its epilogue; a split-K GEMM's reduce kernel): priced by a time curve "
                    "in its FLOPs (`gflop_points`) and one in its bytes (`points`), each adding "
@@ -154,7 +157,7 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
                  roots: list[Tensor] | None = None, strided: bool = False) -> str | None:
     """The ATen kernel family eager PyTorch runs `op` with, or None when no family's curve
     prices it (attention, collective, view and opaque ops, sorts, GEMMs other than 16-bit
-    cuBLAS ones).
+    cuBLAS and grouped ones).
     `roots`: the tensors the inputs are views of (default: the inputs themselves); an input
     viewing fewer elements than it shows is an expanded (broadcast) view. `strided`: an
     operand is read or written through strides ATen's vectorised kernels do not take (for a
@@ -164,6 +167,9 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
     if op.kind == "matmul":
         same = ins[0].dtype.name == ins[1].dtype.name
         return GEMM_FAMILY if same and ins[0].dtype.name in _CUBLAS_DTYPES else None
+    if op.kind == "grouped_matmul":
+        same = ins[0].dtype.name == ins[1].dtype.name
+        return "grouped_mm" if same and ins[0].dtype.name in _CUBLAS_DTYPES else None
     if op.kind == "softmax":
         return softmax_family(ins[0].shape[op.attrs.get("axis", -1)])
     if op.kind in _ROW_GATHERS and prod(ins[1].shape) <= SMALL_INDEX_MAX:

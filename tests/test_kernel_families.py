@@ -425,3 +425,31 @@ outputs: [o]
         return next(k for k in p.kernels if "sdpa" in k.ops)
     assert att(None).hbm_read_bytes == 3 * 1_048_576
     assert att("rooflab").hbm_read_bytes == 1_048_576 + 2 * 262_144
+
+
+def test_a_grouped_expert_gemm_is_priced_by_its_family_curve(write_yaml, h200):
+    # Mixtral's down projection at 2 rows: balanced routing sends them to 2 of the 8 experts,
+    # whose weights alone are read: x 2 x 14336 x 2 = 57,344 B, weights 2 x 14336 x 4096 x 2 =
+    # 234,881,024 B, out 2 x 4096 x 2 = 16,384 B: 234,954,752 B. Curve 40 % of peak at 1 MB,
+    # 50 % at 1 GB: 0.4 + 0.1 x ln(234.954752) / ln(1000) = 0.4 + 0.1 x 5.45939 / 6.90776
+    # = 0.479033, so 234,954,752 / (4.8e12 x 0.479033) = 102.18 µs
+    text = """
+name: moe_down
+tensors:
+  x: {shape: [2, 14336], dtype: bf16}
+  w: {shape: [8, 14336, 4096], dtype: bf16}
+ops: [{kind: grouped_matmul, name: down, inputs: [x, w], outputs: [y]}]
+"""
+    hw = replace(h200, family_curves={"grouped_mm": ((1e6, 0.40), (1e9, 0.50))})
+    k = _kernels(write_yaml, text, hw).kernels[0]
+    assert k.family == "grouped_mm" and k.hbm_bytes == 234_954_752
+    assert k.memory_s == pytest.approx(102.18e-6, rel=1e-4)
+    # without the curve: the copy curve (0.89 of peak) over the tile model's waves (2 experts
+    # x 4096 / 64 column tiles = 128 tiles on 132 SMs), and a note says which family lacks one
+    p = _kernels(write_yaml, text, h200)
+    assert p.kernels[0].memory_s == pytest.approx(234_954_752 / (PEAK * 0.89) * 132 / 128,
+                                                  rel=1e-12)
+    assert any("grouped_mm" in n for n in p.notes)
+    # fp32 experts run no CUTLASS grouped kernel of this family
+    fp32 = _kernels(write_yaml, text.replace("bf16", "fp32"), hw).kernels[0]
+    assert fp32.family == ""

@@ -115,6 +115,30 @@ def decoder_builder(d: int, heads: int, kv_heads: int, f: int, dtype: str):
     return build
 
 
+
+def grouped_mm_builder(experts: int, n: int, k: int, rows: int, dtype: str):
+    """A MoE expert projection as transformers runs it: `rows` token rows grouped by expert
+    through torch._grouped_mm, the weights stored [experts, n, k] and passed transposed, the
+    rows spread as rooflab's balanced routing spreads them (rows // experts each, one more for
+    the first rows % experts; ops/moe.py), their group ends a buffer."""
+    def build(device: str = "meta"):
+        import torch
+        import torch.nn as nn
+        counts = [rows // experts + (1 if e < rows % experts else 0) for e in range(experts)]
+
+        class GroupedExperts(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(0.02 * torch.randn(
+                    experts, n, k, device=device, dtype=torch_dtype(dtype)))
+                self.register_buffer("offs", torch.tensor(counts, dtype=torch.int32,
+                                                          device=device).cumsum(0, dtype=torch.int32))
+
+            def forward(self, x):
+                return torch._grouped_mm(x, self.weight.transpose(-2, -1), offs=self.offs)
+        return GroupedExperts()
+    return build
+
 def chain(x, y):
     """Five pointwise ops over same-shaped tensors (eager: five kernels)."""
     torch = torch_module()

@@ -25,8 +25,8 @@ from typing import Callable
 
 from rooflab.kernel_families import SMALL_INDEX_MAX, softmax_family
 from rooflab.validate.torch_programs import (chain, chain_bias, decoder_builder, functional,
-                                             mlp_builder, program, rmsnorm_linear_builder,
-                                             torch_dtype, torch_module)
+                                             grouped_mm_builder, mlp_builder, program,
+                                             rmsnorm_linear_builder, torch_dtype, torch_module)
 
 SPLITS = ("calibration", "validation")
 EXTRA_FAMILIES = ("gemm", "bmm", "sdpa", "step")
@@ -403,6 +403,22 @@ def _cases() -> list[Case]:
         for b, m, n, k in ((4, 64, 64, 64), (32, 128, 128, 128), (32, 512, 512, 128),
                            (8, 1024, 1024, 1024), (32, 1, 4096, 128), (64, 2048, 2048, 128),
                            (32, 2048, 128, 2048), (8, 4096, 4096, 4096))], compile_at=(3,))
+
+    # grouped expert GEMMs as transformers' MoE experts run them: Mixtral-8x7B's gate_up and
+    # down, a 128-expert gate_up (Qwen3-MoE's shape) and a small 64-expert one. Rows are tokens
+    # x top-k spread evenly, so the experts that get a row, whose weights are read, grow with
+    # them: from one expert's 0.5 MB to all of 1.9 GB, memory-bound throughout
+    def grouped(e, n, k, rows):
+        return (f"grouped_mm_e{e}_n{n}_k{k}_t{rows}_bf16",
+                grouped_mm_builder(e, n, k, rows, "bf16"), [Input("x", (rows, k))])
+    B.variant("grouped_mm", "mixtral_gate_up", [grouped(8, 28672, 4096, t)
+                                                for t in (1, 2, 4, 8, 32)])
+    B.variant("grouped_mm", "mixtral_down", [grouped(8, 4096, 14336, t)
+                                             for t in (1, 2, 4, 8, 32)])
+    B.variant("grouped_mm", "e128", [grouped(128, 1536, 2048, t)
+                                     for t in (4, 16, 64, 256, 1024, 4096)])
+    B.variant("grouped_mm", "e64_small", [grouped(64, 1024, 1024, t) for t in (1, 8, 64, 512)])
+    B.variant("grouped_mm", "e16_tiny", [grouped(16, 512, 512, t) for t in (1, 8, 64)])
 
     # sdpa: causal bf16 (flash), additive float mask (efficient), fp32, decode q_len 1
     def sdpa_causal(q, k, v):
