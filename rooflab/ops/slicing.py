@@ -38,7 +38,8 @@ def _range(op, shape: tuple[int, ...]) -> tuple[int, int, int, int]:
     if not any(isinstance(v, np.ndarray) for v in (shape[ax], start, stop)):
         return (ax, *slice(start, stop, step).indices(shape[ax]))
     # a size that varies over a sweep's grid: Python's clipping, per point
-    if step is None or step < 1:
+    step = 1 if step is None else step
+    if step < 1:
         raise ShapeError("a slice of a size that varies over a sweep's grid needs a positive "
                          "step")
     dim = shape[ax]
