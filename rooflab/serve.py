@@ -26,6 +26,7 @@ one prediction, and so are the prefills and the memory of every batch x length.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -34,7 +35,7 @@ from rooflab import api, grid, lowering, memory
 from rooflab import schedule as schedule_lib
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph
-from rooflab.hardware import Hardware
+from rooflab.hardware import SPEC_DIR, Hardware
 from rooflab.sweep_table import COLUMNS, ServeTable
 from rooflab.units import format_bytes
 
@@ -170,6 +171,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
             raise RooflabError(f"--chunk: {steps.name}'s decode workload declares no `seq`, so "
                                "it cannot run a chunk of several tokens against its cache")
     hws = [api.load_hardware(h) for h in gpus]
+    labels = {id(hw): _gpu_label(hw, [h.name for h in hws]) for hw in hws}
     launches = [launch] if isinstance(launch, str) else list(launch)
     pairs = [(n_in, n_out) for n_in in inputs for n_out in outputs]
     b = np.asarray(batches)
@@ -181,10 +183,10 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
         for hw, mem, _ in fit:
             ttft = _prefill_times(steps, hw, b, inputs, chunk, schedule, mode)
             tpot = _decode_times(steps, hw, b, pairs, kv, schedule, mode)
-            parts += [_rows(hw, b, n_in, n_out, mem[n_in, n_out], ttft[n_in], tpot[n_in, n_out],
-                            schedule, mode, tp, ep, dp) for n_in, n_out in pairs]
-    largest = [dict(gpu=hw.name, input_tokens=n_in, output_tokens=n_out, batch=tops[n_in, n_out])
-               for hw, _, tops in fit for n_in, n_out in pairs]
+            parts += [_rows(hw, labels[id(hw)], b, n_in, n_out, mem[n_in, n_out], ttft[n_in],
+                            tpot[n_in, n_out], schedule, mode, tp, ep, dp) for n_in, n_out in pairs]
+    largest = [dict(gpu=labels[id(hw)], input_tokens=n_in, output_tokens=n_out,
+                    batch=tops[n_in, n_out]) for hw, _, tops in fit for n_in, n_out in pairs]
     cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
     meta = dict(model=steps.name, schedule=schedule, launch=",".join(launches), kv=kv,
                 method="every decode step priced at its own context" if kv == "growing"
@@ -193,6 +195,16 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
                 largest_batch=largest, notes=list(steps.notes))
     return ServeTable(cols, meta)
 
+
+def _gpu_label(hw: Hardware, names: list[str]) -> str:
+    """The gpu column's name for `hw`: its spec's name, or where two specs of one GPU are
+    compared (the datasheet's and a calibrated one) its file: `measured/h100-sxm` for a
+    bundled one, else the path."""
+    if names.count(hw.name) < 2 or not hw.source_file:
+        return hw.name
+    path = Path(hw.source_file)
+    return path.relative_to(SPEC_DIR).with_suffix("").as_posix() \
+        if path.is_relative_to(SPEC_DIR) else str(path)
 
 def _step_times(step: Callable[..., Graph], hw: Hardware, axes: dict, sizes: Callable,
                 schedule: str, launch: str) -> np.ndarray:
@@ -385,10 +397,11 @@ def _decode_times(steps: Steps, hw: Hardware, batches: np.ndarray,
     return out
 
 
-def _rows(hw: Hardware, batches: np.ndarray, n_in: int, n_out: int, mem: dict,
+def _rows(hw: Hardware, label: str, batches: np.ndarray, n_in: int, n_out: int, mem: dict,
           ttft: np.ndarray, tpot: np.ndarray, schedule: str, launch: str,
           tp: int, ep: int, dp: int) -> dict[str, np.ndarray]:
-    """The table's columns for one GPU, input and output, one row per batch."""
+    """The table's columns for one GPU (`label` in its gpu column), input and output, one row
+    per batch."""
     n = len(batches)
     total = sum(mem.values())
     fits = total <= hw.allocatable_bytes
@@ -398,7 +411,7 @@ def _rows(hw: Hardware, batches: np.ndarray, n_in: int, n_out: int, mem: dict,
                     for i in range(n)], dtype=object)
     priced = lambda v: np.where(fits, v, np.nan)
     return dict(
-        gpu=np.array([hw.name] * n, dtype=object), schedule=np.array([schedule] * n, dtype=object),
+        gpu=np.array([label] * n, dtype=object), schedule=np.array([schedule] * n, dtype=object),
         launch=np.array([launch] * n, dtype=object), variant=np.array([""] * n, dtype=object),
         gpus=np.full(n, float(tp * ep * dp)), batch=batches.astype(float), input_tokens=np.full(n, float(n_in)),
         output_tokens=np.full(n, float(n_out)), fits=fits, **mem, memory_bytes=total,

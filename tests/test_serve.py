@@ -236,3 +236,16 @@ def test_an_opaque_ops_sizes_follow_the_grid():
     read = grid.gather(answers, part.index.size, lambda pred: next(
         k.hbm_read_bytes for k in pred.kernels if k.name == "top_p_sample"))
     assert list(read) == [2_821_640, 180_584_960]
+
+
+def test_two_specs_of_one_gpu_are_told_apart_by_their_files():
+    # the datasheet H100 and the calibrated one are both named h100-sxm: the table names each
+    # by its file, the calibrated one pricing the same step from its measured curves
+    t = serve.serve(DEC, ["h100-sxm", "measured/h100-sxm.yaml"], [1], [512], [4],
+                    prefill_source=PRE)
+    gpus = [r["gpu"] for r in t.rows()]
+    assert gpus == ["h100-sxm", "measured/h100-sxm"]
+    assert [f["gpu"] for f in t.meta["largest_batch"]] == gpus
+    one = serve.serve(DEC, ["h100-sxm"], [1], [512], [4], prefill_source=PRE)
+    assert one.rows()[0]["gpu"] == "h100-sxm"
+    assert t.rows()[0]["tpot_s"] == one.rows()[0]["tpot_s"] != t.rows()[1]["tpot_s"]
