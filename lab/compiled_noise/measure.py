@@ -8,11 +8,14 @@ case split 45 / 70. This times, for a few suite cases, windows of N calls right 
     gpu_us   CUDA events around the window, per call (what the suite records)
     host_us  perf_counter around issuing the window's calls, per call (before the wait)
     sm_mhz   the SM clock nvidia-smi reports right after the window
+    cpu      the core the timing thread last ran on (/proc/thread-self/stat)
 then the same after 50 ms of large matmuls (the GPU's clocks up), and the eager call likewise.
-    python lab/compiled_noise/measure.py OUT.json
+With `--pin`, a second pass does it all again with the process pinned to one core.
+    python lab/compiled_noise/measure.py OUT.json [--pin]
 """
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -32,6 +35,12 @@ def sm_mhz() -> int:
     return int(out.split()[0])
 
 
+def cpu() -> int:
+    """The core this thread last ran on (field 39 of its stat line)."""
+    with open("/proc/thread-self/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[36])
+
+
 def windows(fn, n: int, count: int = WINDOWS) -> list[dict]:
     out = []
     for _ in range(count):
@@ -47,7 +56,7 @@ def windows(fn, n: int, count: int = WINDOWS) -> list[dict]:
         end.synchronize()
         gc.enable()
         out.append({"gpu_us": round(start.elapsed_time(end) * 1e3 / n, 2),
-                    "host_us": round(host * 1e6 / n, 2), "sm_mhz": sm_mhz()})
+                    "host_us": round(host * 1e6 / n, 2), "cpu": cpu(), "sm_mhz": sm_mhz()})
     return out
 
 
@@ -61,10 +70,21 @@ def busy(ms: float = 50.0):
         torch.cuda.synchronize()
 
 
-def main(out_path: str):
-    cases = {c.id: c for c in torch_suite.select()}
+def main(out_path: str, pin: bool = False):
     result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "idle_mhz": sm_mhz(), "cases": {}}
+              "idle_mhz": sm_mhz(), "cpus": sorted(os.sched_getaffinity(0)),
+              "passes": {"free": run_cases()}}
+    if pin:
+        core = sorted(os.sched_getaffinity(0))[2]
+        os.sched_setaffinity(0, {core})
+        result["passes"][f"pinned to core {core}"] = run_cases()
+    with open(out_path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+def run_cases() -> dict:
+    cases = {c.id: c for c in torch_suite.select()}
+    result = {}
     for cid in CASES:
         case = cases[cid]
         mod = case.build("cuda")
@@ -92,16 +112,15 @@ def main(out_path: str):
         entry["eager_after_busy"] = windows(eager, n)
         time.sleep(0.5)
         entry["compiled_after_idle_0.5s"] = windows(call, n)
-        result["cases"][cid] = entry
+        result[cid] = entry
         med = lambda ws, k: sorted(w[k] for w in ws)[len(ws) // 2]
         print(cid, {k: (med(v, "gpu_us"), med(v, "host_us"), med(v, "sm_mhz"))
                     for k, v in entry.items() if isinstance(v, list)}, flush=True)
         del mod, inputs, cm
         torch._dynamo.reset()
         torch.cuda.empty_cache()
-    with open(out_path, "w") as f:
-        json.dump(result, f, indent=1)
+    return result
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], "--pin" in sys.argv[2:])
