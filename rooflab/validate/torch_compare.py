@@ -14,9 +14,10 @@ eager times are never compared with another machine's dispatch). Compared per ca
                 last kernel ends), vs the `eager` prediction plus the run's own cost of a
                 synchronize's wake-up (host sync_us, where the run measured it)
     graph_us    a CUDA-graph replay of one call vs the `graph` prediction
-    compiled_us torch.compile (default mode), calls back to back, vs the `inductor` schedule
-                under the `compiled` launch mode, back to back (the slower of its host and GPU
-                time); its kernels (Triton and extern) counted against Inductor's
+    compiled_us torch.compile (default mode), calls back to back (the fastest of the run's
+                windows, `compiled_us()`), vs the `inductor` schedule under the `compiled`
+                launch mode, back to back (the slower of its host and GPU time); its kernels
+                (Triton and extern) counted against Inductor's
 
 torch.compile's host figures (a call, a Triton launch, an extern call) are fitted from the run's
 own calibration cases (`fit_compiled_host`), as the eager figures are taken from its own process.
@@ -174,6 +175,15 @@ def fit_eager_calls(doc: dict, graphs: dict) -> dict[str, tuple[float, int]]:
     return {kind: (statistics.median(v), len(v)) for kind, v in per_call.items()}
 
 
+def compiled_us(rec: dict, key: str = "compiled_us") -> float | None:
+    """A case's measured torch.compile'd call (`key`: compiled_us, or compiled_graph_us for
+    reduce-overhead) in µs: the fastest of the windows the run kept, else the run's figure. A
+    host-bound call's windows move by up to 1.8x as the host slows for stretches of a few
+    hundred ms, at the GPU's full clock and on one core (lab/compiled_noise/NOTES.md); the
+    fast state is the one that recurs, so the fastest window is the call's cost."""
+    windows = rec.get(key.replace("_us", "_windows_us"))
+    return min(windows) if windows else rec.get(key)
+
 def fit_compiled_host(doc: dict) -> dict[str, float]:
     """torch.compile's host figures in µs, fitted from the run's host-bound compiled
     calibration cases (a CUDA-graph replay of the eager call under half the compiled time) by
@@ -185,10 +195,10 @@ def fit_compiled_host(doc: dict) -> dict[str, float]:
     of such host-bound cases where the run has two (a compiled module's call: its guards
     cover the module), else the run's compiled trivial function; and the call at least a tiny
     eager op's dispatch."""
-    rows = [(inductor_kernel_counts(r["compiled_kernels"]), r["compiled_us"])
+    rows = [(inductor_kernel_counts(r["compiled_kernels"]), compiled_us(r))
             for r in doc["cases"] if r.get("split") == "calibration" and r.get("compiled_us")
             and r.get("compiled_kernels") and r.get("graph_us")
-            and r["graph_us"] < HOST_BOUND_SHARE * r["compiled_us"]]
+            and r["graph_us"] < HOST_BOUND_SHARE * compiled_us(r)]
     singles = [us for counts, us in rows if counts == (1, 0)]
     one = statistics.median(singles) if len(singles) >= 2 else doc["host"].get("compiled_call_us")
     if not one or len(rows) < 2:
@@ -324,7 +334,8 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
             eager_us_predicted=(eager.totals.time_s * 1e6 + (doc["host"].get("sync_us") or 0.0)
                                 + root_us),
             graph_us=rec.get("graph_us"), graph_us_predicted=replay.totals.time_s * 1e6,
-            compiled_us=rec.get("compiled_us"), compiled_graph_us=rec.get("compiled_graph_us"),
+            compiled_us=compiled_us(rec),
+            compiled_graph_us=compiled_us(rec, "compiled_graph_us"),
             **extra))
     call_s = _fit_reduce_overhead_call(out, reduce_overhead)
     if call_s is None:
