@@ -131,8 +131,8 @@ def grouped_mm_builder(experts: int, n: int, k: int, rows: int, dtype: str):
                 super().__init__()
                 self.weight = nn.Parameter(0.02 * torch.randn(
                     experts, n, k, device=device, dtype=torch_dtype(dtype)))
-                self.register_buffer("offs", torch.tensor(counts, dtype=torch.int32,
-                                                          device=device).cumsum(0, dtype=torch.int32))
+                ends = torch.tensor(counts, dtype=torch.int32, device=device).cumsum(0)
+                self.register_buffer("offs", ends.to(torch.int32))
 
             def forward(self, x):
                 return torch._grouped_mm(x, self.weight.transpose(-2, -1), offs=self.offs)
