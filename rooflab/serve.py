@@ -198,7 +198,7 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
 
 def _gpu_label(hw: Hardware, names: list[str]) -> str:
     """The gpu column's name for `hw`: its spec's name, or where two specs of one GPU are
-    compared (the datasheet's and a calibrated one) its file: `measured/h100-sxm` for a
+    compared (the datasheet's and a calibrated one) its file: `measured/h200` for a
     bundled one, else the path."""
     if names.count(hw.name) < 2 or not hw.source_file:
         return hw.name

@@ -239,13 +239,13 @@ def test_an_opaque_ops_sizes_follow_the_grid():
 
 
 def test_two_specs_of_one_gpu_are_told_apart_by_their_files():
-    # the datasheet H100 and the calibrated one are both named h100-sxm: the table names each
-    # by its file, the calibrated one pricing the same step from its measured curves
-    t = serve.serve(DEC, ["h100-sxm", "measured/h100-sxm.yaml"], [1], [512], [4],
-                    prefill_source=PRE)
+    # the datasheet H200 and the calibrated one are both named h200: the table names each by
+    # its file (a bundled one relative to the bundled specs), the calibrated one pricing the
+    # same step from its measured curves
+    t = serve.serve(DEC, ["h200", "measured/h200.yaml"], [1], [512], [4], prefill_source=PRE)
     gpus = [r["gpu"] for r in t.rows()]
-    assert gpus == ["h100-sxm", "measured/h100-sxm"]
+    assert gpus == ["h200", "measured/h200"]
     assert [f["gpu"] for f in t.meta["largest_batch"]] == gpus
-    one = serve.serve(DEC, ["h100-sxm"], [1], [512], [4], prefill_source=PRE)
-    assert one.rows()[0]["gpu"] == "h100-sxm"
+    one = serve.serve(DEC, ["h200"], [1], [512], [4], prefill_source=PRE)
+    assert one.rows()[0]["gpu"] == "h200"
     assert t.rows()[0]["tpot_s"] == one.rows()[0]["tpot_s"] != t.rows()[1]["tpot_s"]

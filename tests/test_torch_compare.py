@@ -363,27 +363,6 @@ def test_calibrate_from_rebuilds_the_shipped_spec(tmp_path, monkeypatch):
 
 
 
-def test_the_shipped_h100_spec_is_the_seventh_leases_calibration(tmp_path, monkeypatch):
-    # hardware_specs/measured/h100-sxm.yaml is what the seventh H100 lease's calibration
-    # rebuilds to (its validation on that spec is pinned above), and the datasheet spec's
-    # notes point to it where it lacks a family's curve
-    from typer.testing import CliRunner
-    from rooflab.cli import app
-    monkeypatch.chdir(ROOT)
-    out = tmp_path / "h100-sxm.yaml"
-    r = CliRunner().invoke(app, ["calibrate", "--from",
-                                 "reports/calibration/h100-80gb-hbm3-2026-12-07-3.json",
-                                 "-o", str(out)])
-    assert r.exit_code == 0, r.output
-    shipped = ROOT / "hardware_specs" / "measured" / "h100-sxm.yaml"
-    assert out.read_text() == shipped.read_text()
-    hw = api.load_hardware("measured/h100-sxm.yaml")
-    assert {"grouped_mm", "softmax_long_row", "copy_broadcast"} <= set(hw.family_curves)
-    assert hw.gemm_flops_curve and hw.compiled_call_s == pytest.approx(23.18e-6, abs=1e-8)
-    g = api.load_workload("workloads/llama3_8b_decode.yaml")
-    notes = api.predict_graph(g, api.load_hardware("h100-sxm"), "unfused", "eager").notes
-    assert any("`-H measured/h100-sxm.yaml`" in n for n in notes)
-
 def test_a_run_with_its_synchronize_cost_pins_eager_and_the_speedup(hw):
     # reports/validation/torch/h200-2026-12-04-fresh2.json: the validation split on a lease
     # that also measured what a synchronize after a call adds (sync_us, 4.9 us there); the
