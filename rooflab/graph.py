@@ -82,6 +82,8 @@ class Graph:
     file: str = ""
     description: str = ""
     notes: tuple[str, ...] = ()         # what its source says about it (a trace's opaque ops)
+    # a traced forward's inputs (not parameters or buffers) that it writes in place
+    written_inputs: frozenset[str] = frozenset()
 
     def with_notes(self, notes: tuple[str, ...]) -> "Graph":
         """This graph with `notes` added."""

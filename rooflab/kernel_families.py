@@ -75,6 +75,9 @@ FAMILIES: dict[str, str] = {
     "embedding_small_index": "at most 16 rows gathered by embedding or index_select: ATen's "
                              "indexSelectSmallIndex, each thread looping over the indices",
     "index_copy": "rows written by index into an existing tensor (index_copy_, KV-cache writes)",
+    "foreach_copy": "torch._foreach_copy_ of tensors sharing a dtype: ATen's multi_tensor_apply "
+                    "kernel, each block copying 64 Ki-element chunks (the copy torch.compile's "
+                    "reduce-overhead runs each call to bring its inputs into its CUDA graph)",
     "cat": "torch.cat of row-major tensors along an axis",
     "cat_strided": "torch.cat where an input is not row-major (rotary embedding's cat of a "
                    "negated half with a sliced half): ATen's CatArrayBatchedCopy indexing "
@@ -150,7 +153,8 @@ _REDUCE = ("sum", "mean", "max")
 _BY_KIND = {"cast": "cast", "layernorm": "layer_norm", "rmsnorm": "rms_norm",
             "concat": "cat", "embedding": "embedding", "index_select": "embedding",
             "gather": "embedding", "index": "embedding", "index_copy": "index_copy",
-            "index_put": "index_copy", "copy_into": "elementwise"}
+            "index_put": "index_copy", "copy_into": "elementwise",
+            "foreach_copy": "foreach_copy"}
 
 
 def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
@@ -196,6 +200,14 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
             return "copy_broadcast" if op.kind == "copy" else "elementwise_broadcast"
         return "elementwise_broadcast" if strided else "elementwise"
     return None
+
+
+def foreach_copy_kind(dtypes) -> str:
+    """The op kind of each copy of a torch._foreach_copy_ over tensors of `dtypes` (every
+    destination and source): "foreach_copy" where they share one dtype (ATen's fast route, one
+    multi_tensor_apply kernel for the list), else "copy" (its slow route: copy_ for each
+    pair; foreach_tensor_copy_list_kernel_cuda_, aten/src/ATen/native/cuda/ForeachUnaryOp.cu)."""
+    return "foreach_copy" if len(set(dtypes)) == 1 else "copy"
 
 
 def softmax_family(row: int) -> str:

@@ -14,10 +14,10 @@ RUNS_ON_ONE_GPU = {"collective", "opaque"}
 
 
 def test_the_library_holds_every_kind():
-    assert len(KINDS) == 62       # 40, then issue 13's indexing, slicing, ordering, MoE, MLA and
+    assert len(KINDS) == 63       # 40, then issue 13's indexing, slicing, ordering, MoE, MLA and
                                   # the generic elementwise, fill and expand of traced graphs;
                                   # issue 16's all_to_all and send_recv; copy_into (a traced
-                                  # copy_ into a view)
+                                  # copy_ into a view); foreach_copy (torch._foreach_copy_)
     assert set(UNARY_FLOPS) | set(BINARY_KINDS) <= set(KINDS)
 
 

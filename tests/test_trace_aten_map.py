@@ -100,6 +100,8 @@ CASES = [
     ("_to_copy", lambda x: x.float(), (t(4),), ["cast"], {"dtype": "fp32"}),
     ("clone", lambda x: x.clone(), (t(4),), ["copy"], {}),
     ("copy", lambda x, y: x.clone().copy_(y), (t(4), t(4, dtype=f32)), ["copy", "copy"], None),
+    ("_foreach_copy_", lambda a, b, x, y: (torch._foreach_copy_([a, b], [x, y]), a)[1],
+     (t(4), t(2, 3), t(4), t(2, 3)), ["foreach_copy", "foreach_copy"], {}),
     ("cos", lambda x: x.cos(), (t(4),), ["elementwise"], {"fn": "cos"}),
     ("where", lambda c, x, y: torch.where(c, x, y), (t(4, dtype=torch.bool), t(4), t(4)),
      ["elementwise"], {"fn": "where"}),
@@ -241,6 +243,16 @@ def test_copies_into_slices_of_a_buffer_write_the_buffer():
     # 2 x 4 bf16 = 16 B read and written by each copy; the product reads 32 B and writes 32 B
     assert p.totals.hbm_bytes == 2 * (16 + 16) + 32 + 32
     assert p.totals.kernels == 3
+
+
+def test_a_foreach_copy_over_two_dtypes_takes_copy_for_each_pair():
+    # ATen's fast route needs one dtype throughout; else it runs copy_ pair by pair. Either
+    # way the inputs written are recorded (cudagraph trees skip a graph that writes one)
+    g = traced(lambda a, b, x, y: (torch._foreach_copy_([a, b], [x, y]), b)[1],
+               t(4), t(4, dtype=i64), t(4), t(4, dtype=i64))
+    assert kinds(g) == ["copy", "copy"]
+    assert g.written_inputs == {"input0", "input1"}
+    assert traced(lambda x: x + 1, t(4)).written_inputs == frozenset()
 
 
 def test_every_rule_has_a_case():

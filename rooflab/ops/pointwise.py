@@ -57,6 +57,10 @@ _UNARY = {
     "cast": (0, 0, TritonHook(emit="cast"), lambda op, xs, c: xs[0], {},
              "convert to `dtype` (bytes only)"),
     "copy": (0, 0, TritonHook(expr="{x}"), lambda op, xs, c: xs[0], {}, "a copy (bytes only)"),
+    "foreach_copy": (0, 0, TritonHook(expr="{x}"), lambda op, xs, c: xs[0], {},
+                     "a copy by torch._foreach_copy_ (bytes only): ATen's multi_tensor_apply "
+                     "kernel, which runs slower than copy_'s; torch.compile's reduce-overhead "
+                     "brings its inputs into its CUDA graph's buffers with it"),
 }
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rooflab.grid import vwhere
+from rooflab.kernel_families import foreach_copy_kind
 from rooflab.ops import KINDS, Role
 from rooflab.trace.record import Call
 
@@ -149,6 +150,20 @@ def _copy_into(call, b):
         return
     attrs = {} if b.value(src).dtype == b.value(dst).dtype else {"dtype": DTYPES[b.value(dst).dtype]}
     b.op("copy", [src], [dst], **attrs)
+
+
+def _foreach_copy(call, b):
+    # _foreach_copy_(dsts, srcs): each dst's new version is its src's values, by the kernel
+    # kernel_families.foreach_copy_kind names for the list
+    n = len(call.inputs) // 2
+    dsts, srcs = call.inputs[:n], call.inputs[n:]
+    if len(call.outputs) != n or any(b.value(s).shape != b.value(d).shape
+                                     or b.value(s).dtype != b.value(d).dtype
+                                     for s, d in zip(srcs, dsts)):
+        raise Unmapped("_foreach_copy_ with broadcasting or a cast")
+    kind = foreach_copy_kind([b.value(v).dtype for v in call.inputs])
+    for src, dst in zip(srcs, call.outputs):
+        b.op(kind, [src], [dst])
 
 
 def _fill(fn: str):
@@ -481,6 +496,8 @@ RULES: dict[str, Rule] = {
     "_to_copy": Rule(_to_copy, 1, "a cast (or a copy when the dtype is kept)"),
     "clone": Rule(unary("copy"), 1, "a copy"),
     "copy": Rule(_copy_into, 1, "a copy into an existing tensor"),
+    "_foreach_copy_": Rule(_foreach_copy, 1, "a copy of each listed tensor into its "
+                           "destination (one multi_tensor_apply kernel where they share a dtype)"),
     **{n: Rule(generic(n), 1, "pointwise (generic elementwise)") for n in (
         "cos", "sin", "log", "log1p", "reciprocal", "erf", "floor", "ceil", "round", "sign",
         "clamp", "clamp_min", "clamp_max", "where", "masked_fill", "eq", "ne", "lt", "le", "gt",

@@ -8,6 +8,8 @@ allocated. Example inputs may be tensors (only their shape and dtype are used) o
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from rooflab.graph import Graph
 from rooflab.trace.convert import convert
 from rooflab.trace.record import Trace, record
@@ -61,5 +63,9 @@ def trace_module(model, example_inputs=(), example_kwargs=None, name: str | None
     label = name or type(model).__name__
     shapes = ", ".join(f"{list(a.shape)}:{str(a.dtype).removeprefix('torch.')}" for a in args
                        if isinstance(a, torch.Tensor))
-    return graph_of(trace, label, f"traced from {label}({shapes}) with torch "
-                    f"{torch.__version__}", params or {})
+    graph = graph_of(trace, label, f"traced from {label}({shapes}) with torch "
+                     f"{torch.__version__}", params or {})
+    state_names = set(state)
+    written = {trace.values[call.inputs[i]].name for call in trace.calls for i in call.mutated}
+    return replace(graph, written_inputs=frozenset(
+        n for n in written if n is not None and n not in state_names))

@@ -142,8 +142,10 @@ def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
                 for i, arg in enumerate(schema.arguments):
                     if arg.alias_info is not None and arg.alias_info.is_write:
                         a = args[i] if i < len(args) else kwargs.get(arg.name)
-                        if isinstance(a, torch.Tensor):
-                            mutated_args.add(id(a))
+                        # a Tensor(a!) argument, or a Tensor(a!)[] list (_foreach_copy_)
+                        for t in a if isinstance(a, (list, tuple)) else (a,):
+                            if isinstance(t, torch.Tensor):
+                                mutated_args.add(id(t))
                 add_call(str(func), args, kwargs, out, mutated_args, func)
             return out
 

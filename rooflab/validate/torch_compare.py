@@ -38,6 +38,7 @@ import numpy as np
 
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
+from rooflab.kernel_families import foreach_copy_kind
 from rooflab.validate.common import PAIRS_LEGEND, has_schema
 
 SCHEMA = "rooflab.torch-run/1"
@@ -308,7 +309,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
                          inductor_kernels=inductor_kernel_counts(rec.get("compiled_kernels") or []),
                          inductor_kernels_predicted=(triton, extern))
             if rec.get("compiled_graph_us") and compiled_host:
-                reduce_overhead[case.id] = _reduce_overhead_s(
+                reduce_overhead[case.id] = None if graph.written_inputs else _reduce_overhead_s(
                     api.predict_graph(graph, hw, "inductor", "graph").totals, case, hw)
         moved = sum(k.hbm_read_bytes + k.hbm_write_bytes for k in eager.kernels)
         backends = [attention_backend(op, [graph.tensors[t] for t in op.inputs])
@@ -340,17 +341,26 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     call_s = _fit_reduce_overhead_call(out, reduce_overhead)
     if call_s is None:
         return out
-    return [replace(r, compiled_graph_us_predicted=1e6 * max(
-        reduce_overhead[r.id][0] + call_s, reduce_overhead[r.id][1]))
-        if r.id in reduce_overhead else r for r in out]
+    return [replace(r, compiled_graph_us_predicted=r.compiled_us_predicted
+                    if reduce_overhead[r.id] is None else 1e6 * max(
+                        reduce_overhead[r.id][0] + call_s, reduce_overhead[r.id][1]))
+            if r.id in reduce_overhead else r for r in out]
 
 
 def _reduce_overhead_s(replay, case, hw: Hardware) -> tuple[float, float]:
-    """(host s, GPU s) of one torch.compile(mode="reduce-overhead") call, its cudagraph trees'
-    own call aside: the replay of Inductor's kernels (`replay`: the inductor schedule's
-    `graph` totals), after each input that is not a parameter or buffer is copied into the
-    graph's static buffer (an eager copy_ each: a dispatch on the host, the copy on the GPU,
-    priced at the elementwise curve)."""
+    """(host s, GPU s) of one torch.compile(mode="reduce-overhead") call whose graph writes
+    none of its inputs (cudagraph trees skip one that does: torch.compile then runs it as a
+    plain compiled call), its cudagraph trees' own call aside: the replay of Inductor's kernels
+    (`replay`: the inductor schedule's `graph` totals), after the inputs that are not
+    parameters or buffers are copied into the graph's static buffers by one
+    torch._foreach_copy_: where they share a dtype, one dispatch and ATen's multi_tensor_apply
+    copy (the `foreach_copy` family's curve), else a copy_ each (its dispatch and the
+    elementwise curve)."""
+    dtypes = [i.dtype for i in case.inputs]
+    if foreach_copy_kind(dtypes) == "foreach_copy":
+        moved = 2 * sum(i.nbytes for i in case.inputs)
+        return (replay.host_s + hw.eager_call_s_by_kind.get("foreach_copy", hw.eager_dispatch_s),
+                replay.gpu_s + moved / hw.hbm_rate_for(moved, "foreach_copy"))
     copies_s = sum(2 * i.nbytes / hw.hbm_rate_for(2 * i.nbytes, "elementwise")
                    for i in case.inputs)
     return (replay.host_s + len(case.inputs) * hw.eager_dispatch_s,
@@ -362,7 +372,7 @@ def _fit_reduce_overhead_call(rows: list[CaseComparison], parts: dict) -> float 
     run's host-bound calibration cases (GPU time under half the measured call), of the measured
     call less its predicted host time; None for a run without such cases."""
     extra = [r.compiled_graph_us * 1e-6 - parts[r.id][0] for r in rows
-             if r.id in parts and r.split == "calibration"
+             if parts.get(r.id) and r.split == "calibration"
              and parts[r.id][1] < 0.5e-6 * r.compiled_graph_us]
     return max(0.0, statistics.median(extra)) if len(extra) >= 2 else None
 

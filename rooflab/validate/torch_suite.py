@@ -324,6 +324,19 @@ def _cases() -> list[Case]:
          [Input("cache", (b, s, 8, 128)), Input("pos", (t,), "int64", "arange", low=s // 2),
           Input("new", (b, t, 8, 128))]) for b, s, t in ((1, 2048, 128), (2, 4096, 1024))])
 
+    # foreach_copy: torch._foreach_copy_ of one bf16 tensor, the copy that torch.compile's
+    # reduce-overhead runs each call to bring its inputs into its CUDA graph's buffers
+    def foreach_copy(dst, src):
+        T()._foreach_copy_([dst], [src])
+        return dst
+    B.variant("foreach_copy", "bf16", [
+        (f"foreach_copy_{_size_tag(n)}_bf16", program(foreach_copy, "ForeachCopy"),
+         [Input("dst", (n,)), Input("src", (n,))]) for n in (2**12, 2**18, 2**22, 2**26)])
+    B.calibration("foreach_copy", "bf16", [
+        (f"foreach_copy_{_size_tag(n)}_bf16", program(foreach_copy, "ForeachCopy"),
+         [Input("dst", (n,)), Input("src", (n,))])
+        for n in (2**10, 2**16, 2**20, 2**23, 2**24, 2**25, 2**27)])
+
     # copy_broadcast: transformers' repeat_kv, the KV heads of grouped-query attention copied
     # out to every query head: k[:, :, None].expand(b, h, rep, s, d).reshape(b, h * rep, s, d)
     def repeat_kv(rep):
