@@ -43,7 +43,7 @@ from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      IMPLEMENTATIONS, attention_backend, curve_bytes,
                                      eager_family, gathered_rows, priced_as)
 from rooflab.strides import strides_of, vectorised
-from rooflab.launch import (LAUNCH_MODES, compiled_host_times, compiled_notes, floor_s,
+from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, launch_notes,
                             graph_launch_s, host_times)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
@@ -544,7 +544,7 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
                      * p["launches"] for p in priced)
     totals = replace(_totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s), host_s=cpu_s,
                      gpu_s=gpu_work_s)
-    notes = schedule.notes + _family_notes(out, hw) + compiled_notes(launch, hw)
+    notes = schedule.notes + _family_notes(out, hw) + launch_notes(schedule, launch, hw)
     return Prediction(schedule.graph.name, hw, schedule.policy.name, launch,
                       dict(schedule.graph.params), tuple(out), totals, notes, schedule, kernels)
 

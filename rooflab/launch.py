@@ -9,8 +9,10 @@ torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then
 launches each Triton kernel (compiled_launch_host_s) or calls an extern one through ATen (a
 cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`. Inductor's kernels are priced by the schedule (`inductor` reproduces its
 default fusion); `inductor` with `graph` is torch.compile's reduce-overhead mode, less its
-copies of the inputs that are not parameters or buffers into the graph's static buffers and
-cudagraph trees' own call (the torch validation prices both: torch_compare).
+copy of the inputs that are not parameters or buffers into the graph's static buffers (one
+torch._foreach_copy_) and cudagraph trees' own call (the torch validation prices both:
+torch_compare). Cudagraph trees do not replay a graph that writes one of its inputs in place:
+reduce-overhead runs it as `compiled`, and a prediction of it says so (launch_notes).
 
 Here: the GPU-side seconds a kernel adds per launch (floor_s, graph_launch_s) and the host
 seconds before each kernel (host_times for eager PyTorch, compiled_host_times for
@@ -92,8 +94,15 @@ def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
             else hw.compiled_launch_host_s * k.launches for k in schedule.kernels]
 
 
-def compiled_notes(launch: str, hw: Hardware) -> tuple[str, ...]:
-    """A note saying which default prices torch.compile's host side when the spec has none."""
+def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ...]:
+    """Notes on what prices the launch mode: which default prices torch.compile's host side
+    when the spec has none; that reduce-overhead would not replay an `inductor` graph that
+    writes its inputs in place."""
+    written = sorted(schedule.graph.written_inputs)
+    if launch == "graph" and schedule.policy.name == "inductor" and written:
+        return (f"the step writes its input {', '.join(written)} in place: torch.compile's "
+                "reduce-overhead skips CUDA graphs for it (cudagraph trees replay no graph that "
+                "mutates a non-static input) and runs it as `--launch compiled`",)
     if launch != "compiled" or hw.compiled_call_s is not None:
         return ()
     return (f"{hw.name}: no measured compiled_call_us; a compiled call's host time is taken as "

@@ -81,3 +81,18 @@ def test_a_datasheet_spec_points_to_the_calibrated_one_that_ships():
     notes = api.predict("mlp_block", "h100-sxm", "unfused", "graph").notes
     assert any("copy bandwidth (`rooflab calibrate --gpu` measures them)" in n for n in notes)
     assert not api.predict("mlp_block", "measured/h200.yaml", "unfused", "graph").notes
+
+
+def test_reduce_overhead_of_a_step_that_writes_its_input_is_noted(tmp_path):
+    """A graph whose forward writes one of its inputs (a KV cache passed in) is not replayed by
+    torch.compile's reduce-overhead: `inductor` with `graph` says so; other pairs do not."""
+    from dataclasses import replace
+    g = replace(_load(tmp_path), written_inputs=frozenset({"x"}))
+    hw = api.load_hardware("h200")
+    note = next(n for n in api.predict_graph(g, hw, "inductor", "graph").notes
+                if "in place" in n)
+    assert note.startswith("the step writes its input x in place")
+    for schedule, launch in (("inductor", "compiled"), ("unfused", "graph")):
+        assert not any("in place" in n for n in api.predict_graph(g, hw, schedule, launch).notes)
+    assert not any("in place" in n for n in
+                   api.predict_graph(_load(tmp_path), hw, "inductor", "graph").notes)
