@@ -43,8 +43,8 @@ from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      IMPLEMENTATIONS, attention_backend, curve_bytes,
                                      eager_family, gathered_rows, priced_as)
 from rooflab.strides import strides_of, vectorised
-from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, launch_notes,
-                            graph_launch_s, host_times)
+from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, graph_launch_s,
+                            host_times, launch_notes)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.ops.base import row_major, same_layout

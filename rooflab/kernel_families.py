@@ -202,12 +202,13 @@ def eager_family(op: Op, ins: list[Tensor], outs: list[Tensor],
     return None
 
 
-def foreach_copy_kind(dtypes) -> str:
+def foreach_copy_kind(dtypes, same_layout: bool = True) -> str:
     """The op kind of each copy of a torch._foreach_copy_ over tensors of `dtypes` (every
-    destination and source): "foreach_copy" where they share one dtype (ATen's fast route, one
-    multi_tensor_apply kernel for the list), else "copy" (its slow route: copy_ for each
-    pair; foreach_tensor_copy_list_kernel_cuda_, aten/src/ATen/native/cuda/ForeachUnaryOp.cu)."""
-    return "foreach_copy" if len(set(dtypes)) == 1 else "copy"
+    destination and source; `same_layout`: each pair has one shape and one set of strides, and
+    all are dense): "foreach_copy" where they share one dtype too (ATen's fast route, the
+    multi_tensor_apply kernel over the list), else "copy" (its slow route: copy_ for each pair;
+    foreach_tensor_copy_list_kernel_cuda_, aten/src/ATen/native/cuda/ForeachUnaryOp.cu)."""
+    return "foreach_copy" if same_layout and len(set(dtypes)) == 1 else "copy"
 
 
 def softmax_family(row: int) -> str:

@@ -100,7 +100,8 @@ def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ..
     writes its inputs in place."""
     written = sorted(schedule.graph.written_inputs)
     if launch == "graph" and schedule.policy.name == "inductor" and written:
-        return (f"the step writes its input {', '.join(written)} in place: torch.compile's "
+        inputs = "input " if len(written) == 1 else "inputs "
+        return (f"the step writes its {inputs}{', '.join(written)} in place: torch.compile's "
                 "reduce-overhead skips CUDA graphs for it (cudagraph trees replay no graph that "
                 "mutates a non-static input) and runs it as `--launch compiled`",)
     if launch != "compiled" or hw.compiled_call_s is not None:

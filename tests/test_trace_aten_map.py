@@ -372,3 +372,27 @@ def test_the_ops_of_one_call_are_not_taken_for_a_module():
     assert [op.name for op in g.ops] == ["addmm_matmul", "addmm_add"]
     hw = replace(api.load_hardware("h200"), module_call_s=1.0)
     assert api.predict_graph(g, hw, "unfused", "eager").totals.time_s < 1e-3
+
+
+def test_an_input_written_through_a_view_is_a_written_input():
+    # a slice of a KV cache written in place is a write of the cache; a parameter written in
+    # place is not an input
+    assert traced(lambda c, y: (c[:, :2].copy_(y), c)[1], t(4, 8), t(4, 2)).written_inputs \
+        == {"input0"}
+    assert traced(lambda c: c.view(-1).add_(1), t(4, 8)).written_inputs == {"input"}
+
+    class Bump(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.zeros(4))
+
+        def forward(self, x):
+            self.count.add_(1)
+            return x + self.count
+    assert trace_module(Bump(), (t(4),)).written_inputs == frozenset()
+
+
+def test_a_foreach_copy_with_transposed_source_takes_copy():
+    # ATen's fast route needs each pair laid out alike: a transposed source takes copy_
+    g = traced(lambda a, x: (torch._foreach_copy_([a], [x.t()]), a)[1], t(4, 8), t(8, 4))
+    assert [k for k in kinds(g) if k != "permute"] == ["copy"]

@@ -19,6 +19,7 @@ from typing import Callable
 from rooflab.grid import vwhere
 from rooflab.kernel_families import foreach_copy_kind
 from rooflab.ops import KINDS, Role
+from rooflab.strides import is_dense
 from rooflab.trace.record import Call
 
 # torch dtype name -> rooflab dtype name
@@ -154,14 +155,18 @@ def _copy_into(call, b):
 
 def _foreach_copy(call, b):
     # _foreach_copy_(dsts, srcs): each dst's new version is its src's values, by the kernel
-    # kernel_families.foreach_copy_kind names for the list
+    # kernel_families.foreach_copy_kind names for the list. One op per pair, each priced as a
+    # kernel of its own bytes (ATen's fast route runs one kernel over the whole list)
     n = len(call.inputs) // 2
     dsts, srcs = call.inputs[:n], call.inputs[n:]
     if len(call.outputs) != n or any(b.value(s).shape != b.value(d).shape
                                      or b.value(s).dtype != b.value(d).dtype
                                      for s, d in zip(srcs, dsts)):
         raise Unmapped("_foreach_copy_ with broadcasting or a cast")
-    kind = foreach_copy_kind([b.value(v).dtype for v in call.inputs])
+    same_layout = all(b.value(s).strides == b.value(d).strides
+                      and is_dense(b.value(d).shape, b.value(d).strides)
+                      for s, d in zip(srcs, dsts))
+    kind = foreach_copy_kind([b.value(v).dtype for v in call.inputs], same_layout)
     for src, dst in zip(srcs, call.outputs):
         b.op(kind, [src], [dst])
 

@@ -65,7 +65,4 @@ def trace_module(model, example_inputs=(), example_kwargs=None, name: str | None
                        if isinstance(a, torch.Tensor))
     graph = graph_of(trace, label, f"traced from {label}({shapes}) with torch "
                      f"{torch.__version__}", params or {})
-    state_names = set(state)
-    written = {trace.values[call.inputs[i]].name for call in trace.calls for i in call.mutated}
-    return replace(graph, written_inputs=frozenset(
-        n for n in written if n is not None and n not in state_names))
+    return replace(graph, written_inputs=trace.written - set(state))

@@ -69,6 +69,8 @@ class Trace:
     calls: list[Call]
     values: list[Value]
     outputs: tuple[int, ...]      # values the forward returned (flattened)
+    # names (from `names`) of the tensors the forward wrote in place, itself or through a view
+    written: frozenset[str] = frozenset()
 
 
 class TraceError(RooflabError):
@@ -91,6 +93,7 @@ def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
     keep: list[Any] = []               # holds every tensor seen, so no id() is reused
     stack: list[str] = [""]
     suppressed = [0]
+    written_names: set[str] = set()
 
     def value(t) -> int:
         v = value_of.get(id(t))
@@ -118,6 +121,11 @@ def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
             outputs.append(new_value(tensors_in[i]))
         flat_out, _ = tree_flatten(out)
         written = {id(tensors_in[i]) for i in mutated}
+        for i in mutated:
+            t = tensors_in[i]
+            name = names.get(id(t)) or (names.get(id(t._base)) if t._base is not None else None)
+            if name is not None:
+                written_names.add(name)
         for o in flat_out:
             if isinstance(o, torch.Tensor) and id(o) not in written:
                 outputs.append(new_value(o))
@@ -186,7 +194,7 @@ def record(fn, names: dict[int, str], modules: dict[int, str]) -> Trace:
     flat_out, _ = tree_flatten(out if not hasattr(out, "to_tuple") else out.to_tuple())
     outputs = tuple(value_of[id(o)] for o in flat_out
                     if isinstance(o, torch.Tensor) and id(o) in value_of)
-    return Trace(calls, values, outputs)
+    return Trace(calls, values, outputs, frozenset(written_names))
 
 
 def _sdpa_layout(torch, out, args, kwargs):

@@ -339,11 +339,13 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
             compiled_graph_us=compiled_us(rec, "compiled_graph_us"),
             **extra))
     call_s = _fit_reduce_overhead_call(out, reduce_overhead)
-    if call_s is None:
-        return out
-    return [replace(r, compiled_graph_us_predicted=r.compiled_us_predicted
-                    if reduce_overhead[r.id] is None else 1e6 * max(
-                        reduce_overhead[r.id][0] + call_s, reduce_overhead[r.id][1]))
+
+    def predicted_us(r):
+        parts = reduce_overhead[r.id]
+        if parts is None:           # not replayed: a plain compiled call
+            return r.compiled_us_predicted
+        return None if call_s is None else 1e6 * max(parts[0] + call_s, parts[1])
+    return [replace(r, compiled_graph_us_predicted=predicted_us(r))
             if r.id in reduce_overhead else r for r in out]
 
 
