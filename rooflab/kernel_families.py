@@ -211,6 +211,21 @@ def foreach_copy_kind(dtypes, same_layout: bool = True) -> str:
     return "foreach_copy" if same_layout and len(set(dtypes)) == 1 else "copy"
 
 
+# ATen's multi_tensor_apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh) gives each block
+# one chunk of 64 Ki elements and each launch at most 320 blocks (4 KB of kernel arguments), so a
+# large copy launches several kernels: torch 2.11 launched 2, 4 and 7 for 32, 64 and 128 Mi bf16
+# elements (reports/validation/torch/h100-80gb-hbm3-2026-12-07-r4.json)
+FOREACH_CHUNK_ELEMENTS = 65536
+FOREACH_BLOCKS_PER_LAUNCH = 320
+
+
+def foreach_copy_launches(numel: int) -> int:
+    """CUDA kernels ATen's multi_tensor_apply launches to copy a tensor of `numel` elements
+    (at least 1)."""
+    chunks = -(-numel // FOREACH_CHUNK_ELEMENTS)
+    return max(1, -(-chunks // FOREACH_BLOCKS_PER_LAUNCH))
+
+
 def softmax_family(row: int) -> str:
     """The family of ATen's softmax kernel for rows of `row` elements."""
     if row <= SOFTMAX_WARP_MAX_ROW:

@@ -60,6 +60,7 @@ def test_the_wheel_carries_every_bundled_file(tmp_path):
             | {f"rooflab/bundled_workloads/{p.name}" for p in (ROOT / "workloads").glob("*.yaml")}
             | {f"rooflab/bundled_models/{p.name}" for p in (ROOT / "models").glob("*.json")}
             | {"rooflab/report/vendor/plotly-basic.min.js", "rooflab/report/vendor/LICENSE"})
-    assert "rooflab/bundled_specs/measured/h200.yaml" in want and len(want) == 14 + 26 + 8 + 2
+    assert {"rooflab/bundled_specs/measured/h200.yaml",
+            "rooflab/bundled_specs/measured/h100-sxm.yaml"} <= want and len(want) == 15 + 26 + 8 + 2
     assert want <= names, sorted(want - names)
     assert {p.relative_to(ROOT).as_posix() for p in (ROOT / "rooflab").rglob("*.py")} <= names

@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 
 from rooflab import api
+from rooflab.kernel_families import foreach_copy_launches
 
 PEAK = 4.8e12
 
@@ -453,3 +454,12 @@ ops: [{kind: grouped_matmul, name: down, inputs: [x, w], outputs: [y]}]
     # fp32 experts run no CUTLASS grouped kernel of this family
     fp32 = _kernels(write_yaml, text.replace("bf16", "fp32"), hw).kernels[0]
     assert fp32.family == ""
+
+
+def test_a_foreach_copy_launches_a_kernel_per_320_chunks():
+    # multi_tensor_apply: one block per 64 Ki elements, 320 blocks a launch. 20 Mi elements are
+    # 320 chunks (one launch), one more element a 321st chunk; torch 2.11 ran 2, 4 and 7
+    # kernels on the H100 for 32, 64 and 128 Mi elements
+    assert [foreach_copy_launches(n) for n in (1, 65536, 320 * 65536, 320 * 65536 + 1)] == \
+        [1, 1, 1, 2]
+    assert [foreach_copy_launches(n * 2 ** 20) for n in (32, 64, 128)] == [2, 4, 7]

@@ -73,14 +73,15 @@ def test_compiled_launch_by_hand(tmp_path):
 
 
 def test_a_datasheet_spec_points_to_the_calibrated_one_that_ships():
-    # the bundled h200 datasheet has no ATen family curves; a calibrated h200 spec ships
-    # beside it, and the note names it. No calibrated h100-sxm spec ships.
-    notes = api.predict("mlp_block", "h200", "unfused", "graph").notes
-    assert any("copy bandwidth (a spec calibrated on this GPU ships: `-H measured/h200.yaml`)"
-               in n for n in notes)
-    notes = api.predict("mlp_block", "h100-sxm", "unfused", "graph").notes
+    # the bundled h200 and h100-sxm datasheets have no ATen family curves; a calibrated spec
+    # of each ships beside it, and the note names it. None ships for the a100.
+    for gpu in ("h200", "h100-sxm"):
+        notes = api.predict("mlp_block", gpu, "unfused", "graph").notes
+        assert any("copy bandwidth (a spec calibrated on this GPU ships: "
+                   f"`-H measured/{gpu}.yaml`)" in n for n in notes), gpu
+        assert not api.predict("mlp_block", f"measured/{gpu}.yaml", "unfused", "graph").notes
+    notes = api.predict("mlp_block", "a100-sxm-80gb", "unfused", "graph").notes
     assert any("copy bandwidth (`rooflab calibrate --gpu` measures them)" in n for n in notes)
-    assert not api.predict("mlp_block", "measured/h200.yaml", "unfused", "graph").notes
 
 
 def test_reduce_overhead_of_a_step_that_writes_its_input_is_noted(tmp_path):

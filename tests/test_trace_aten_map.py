@@ -255,6 +255,12 @@ def test_a_foreach_copy_over_two_dtypes_takes_copy_for_each_pair():
     assert traced(lambda x: x + 1, t(4)).written_inputs == frozenset()
 
 
+def test_a_large_foreach_copy_is_traced_with_its_launches():
+    # 64 Mi elements: 1024 chunks of 64 Ki, 320 blocks a launch (kernel_families)
+    g = traced(lambda a, x: (torch._foreach_copy_([a], [x]), a)[1], t(2 ** 26), t(2 ** 26))
+    assert [op.launches for op in g.ops if op.kind == "foreach_copy"] == [4]
+
+
 def test_every_rule_has_a_case():
     covered = {c[0] for c in CASES} | set(GENERIC)
     assert set(RULES) - covered == set()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rooflab.grid import vwhere
-from rooflab.kernel_families import foreach_copy_kind
+from rooflab.kernel_families import foreach_copy_kind, foreach_copy_launches
 from rooflab.ops import KINDS, Role
 from rooflab.strides import is_dense
 from rooflab.trace.record import Call
@@ -155,8 +155,8 @@ def _copy_into(call, b):
 
 def _foreach_copy(call, b):
     # _foreach_copy_(dsts, srcs): each dst's new version is its src's values, by the kernel
-    # kernel_families.foreach_copy_kind names for the list. One op per pair, each priced as a
-    # kernel of its own bytes (ATen's fast route runs one kernel over the whole list)
+    # kernel_families.foreach_copy_kind names for the list. One op per pair, each priced as
+    # the kernels of its own bytes (ATen's fast route runs them over the whole list)
     n = len(call.inputs) // 2
     dsts, srcs = call.inputs[:n], call.inputs[n:]
     if len(call.outputs) != n or any(b.value(s).shape != b.value(d).shape
@@ -168,7 +168,8 @@ def _foreach_copy(call, b):
                       for s, d in zip(srcs, dsts))
     kind = foreach_copy_kind([b.value(v).dtype for v in call.inputs], same_layout)
     for src, dst in zip(srcs, call.outputs):
-        b.op(kind, [src], [dst])
+        b.op(kind, [src], [dst], launches=foreach_copy_launches(math.prod(b.value(src).shape))
+             if kind == "foreach_copy" else None)
 
 
 def _fill(fn: str):
