@@ -213,15 +213,17 @@ def foreach_copy_kind(dtypes, same_layout: bool = True) -> str:
 
 # ATen's multi_tensor_apply (aten/src/ATen/native/cuda/MultiTensorApply.cuh) gives each block
 # one chunk of 64 Ki elements and each launch at most 320 blocks (4 KB of kernel arguments), so a
-# large copy launches several kernels: torch 2.11 launched 2, 4 and 7 for 32, 64 and 128 Mi bf16
-# elements (reports/validation/torch/h100-80gb-hbm3-2026-12-07-r4.json)
+# large copy launches several kernels: torch 2.11 (CUDA 13) launched 2, 4 and 7 for 32, 64 and
+# 128 Mi bf16 elements (reports/validation/torch/h100-80gb-hbm3-2026-12-07-r4.json). torch 2.13's
+# header allows 2240 blocks a launch in CUDA 13 builds; no run has measured one.
 FOREACH_CHUNK_ELEMENTS = 65536
 FOREACH_BLOCKS_PER_LAUNCH = 320
 
 
 def foreach_copy_launches(numel: int) -> int:
-    """CUDA kernels ATen's multi_tensor_apply launches to copy a tensor of `numel` elements
-    (at least 1)."""
+    """CUDA kernels ATen's multi_tensor_apply launches to copy a tensor of `numel` elements:
+    at least 1, as every traced copy is a kernel of its own (ATen launches none for an empty
+    list)."""
     chunks = -(-numel // FOREACH_CHUNK_ELEMENTS)
     return max(1, -(-chunks // FOREACH_BLOCKS_PER_LAUNCH))
 

@@ -155,8 +155,9 @@ def _copy_into(call, b):
 
 def _foreach_copy(call, b):
     # _foreach_copy_(dsts, srcs): each dst's new version is its src's values, by the kernel
-    # kernel_families.foreach_copy_kind names for the list. One op per pair, each priced as
-    # the kernels of its own bytes (ATen's fast route runs them over the whole list)
+    # kernel_families.foreach_copy_kind names for the list. One op per pair, with the launches
+    # its own chunks take: ATen's fast route packs the whole list's chunks into shared launches
+    # (up to 64 tensors each), so n small pairs are n launches here and about n/64 there
     n = len(call.inputs) // 2
     dsts, srcs = call.inputs[:n], call.inputs[n:]
     if len(call.outputs) != n or any(b.value(s).shape != b.value(d).shape
@@ -503,7 +504,7 @@ RULES: dict[str, Rule] = {
     "clone": Rule(unary("copy"), 1, "a copy"),
     "copy": Rule(_copy_into, 1, "a copy into an existing tensor"),
     "_foreach_copy_": Rule(_foreach_copy, 1, "a copy of each listed tensor into its "
-                           "destination (one multi_tensor_apply kernel where they share a dtype)"),
+                           "destination (multi_tensor_apply kernels where they share a dtype)"),
     **{n: Rule(generic(n), 1, "pointwise (generic elementwise)") for n in (
         "cos", "sin", "log", "log1p", "reciprocal", "erf", "floor", "ceil", "round", "sign",
         "clamp", "clamp_min", "clamp_max", "where", "masked_fill", "eq", "ne", "lt", "le", "gt",

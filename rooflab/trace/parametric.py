@@ -10,7 +10,9 @@ that form (or ops that differ between the traces) is an error, never a guess.
 
 GEMM launch counts are the one thing that changes with size in steps rather than linearly (cuBLAS
 splits K for skinny GEMMs): they are worked out again at every point from the GEMM's shape with
-the same rule the tracer uses (`aten_map.gemm_launches`).
+the same rule the tracer uses (`aten_map.gemm_launches`). A foreach copy's count steps with size
+too (`kernel_families.foreach_copy_launches`); forward steps do not call one, so its count is
+taken from the traces, which must agree.
 
 The rebuilt graph takes plain integers or `rooflab.grid.Values`, so a whole sweep's grid is one
 graph.
