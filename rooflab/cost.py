@@ -44,7 +44,7 @@ from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      eager_family, gathered_rows, priced_as)
 from rooflab.strides import strides_of, vectorised
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, graph_launch_s,
-                            host_times, launch_notes)
+                            host_times, launch_notes, reduce_overhead_s)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.ops.base import row_major, same_layout
@@ -519,10 +519,10 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     else:
         host = [hw.eager_dispatch_s] * len(priced)
     out: list[KernelCost] = []
-    cpu_s = gpu_s = 0.0
-    if launch == "graph":
-        cpu_s = hw.graph_replay_s            # one cudaGraphLaunch from Python
-        gpu_s = cpu_s
+    cpu_s = gpu_s = copy_s = 0.0
+    if launch == "graph":       # one cudaGraphLaunch from Python, after reduce_overhead_s's
+        trees_s, copy_s = reduce_overhead_s(schedule, hw)
+        gpu_s = cpu_s = hw.graph_replay_s + trees_s
     elif launch == "compiled":
         cpu_s = hw.compiled_call_host_s      # guards and the wrapper, before its first launch
     for kc, host_s in zip(priced, host):
@@ -537,9 +537,9 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
         gpu_s += time_s
         out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s))
     if launch == "graph":
-        gpu_s = cpu_s + sum(k.time_s for k in out)
+        gpu_s = cpu_s + copy_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
-    gpu_work_s = sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
+    gpu_work_s = copy_s + sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
                      + (graph_launch_s(p, hw) if launch == "graph" else floor_s(p, hw))
                      * p["launches"] for p in priced)
     totals = replace(_totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s), host_s=cpu_s,

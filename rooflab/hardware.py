@@ -32,6 +32,11 @@ DEQUANT_OPS_PER_WEIGHT = 8
 # figure: on the lent H200, 50.8 us against 9.9 us (reports/validation/torch/h200-2026-12-04.json,
 # host: compiled_call_us and tiny_op_dispatch_us, the same process).
 COMPILED_CALL_PER_DISPATCH = 5.1
+# cudagraph trees' own host time per torch.compile(mode="reduce-overhead") call, in tiny-op
+# dispatches, where a spec has no measured figure: 72.7 us against 8.0 us on an H100 lease
+# (reports/validation/torch/h100-80gb-hbm3-2026-12-07-r4.json), 78.5 against 7.6 on an H200
+# (h200-2026-12-04-r9.json), each fitted by torch_fit.fit_compiled_graph_call
+COMPILED_GRAPH_CALL_PER_DISPATCH = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,7 @@ class Hardware:
     compiled_call_s: float | None = None              # of one torch.compile'd call
     compiled_launch_s: float | None = None            # of one Triton launch in its wrapper
     compiled_extern_s: float | None = None            # of one extern (ATen) call in it
+    compiled_graph_call_s: float | None = None        # cudagraph trees' own per call
     # ATen kernel family -> ((bytes moved, fraction of peak), ...), as hbm_curve
     family_curves: dict[str, tuple[tuple[float, float], ...]] = field(default_factory=dict)
     # row-kernel family -> ((row bytes, seconds), ...): its shortest time per row length
@@ -146,6 +152,13 @@ class Hardware:
         """Seconds of host time one torch.compile'd call costs beyond its kernels' launches."""
         return self.compiled_call_s if self.compiled_call_s is not None \
             else COMPILED_CALL_PER_DISPATCH * self.eager_dispatch_s
+
+    @property
+    def compiled_graph_call_host_s(self) -> float:
+        """Seconds of host time cudagraph trees spend per torch.compile(mode="reduce-overhead")
+        call beyond the graph's replay and the copy of its inputs."""
+        return self.compiled_graph_call_s if self.compiled_graph_call_s is not None \
+            else COMPILED_GRAPH_CALL_PER_DISPATCH * self.eager_dispatch_s
 
     @property
     def compiled_launch_host_s(self) -> float:
@@ -296,6 +309,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                            if spec.launch.compiled_launch_us else None),
         compiled_extern_s=(spec.launch.compiled_extern_us.value * 1e-6
                            if spec.launch.compiled_extern_us else None),
+        compiled_graph_call_s=(spec.launch.compiled_graph_call_us.value * 1e-6
+                               if spec.launch.compiled_graph_call_us else None),
         tensor_efficiency=eff.tensor.value,
         tensor_efficiency_by_dtype=_efficiency_by_dtype(
             {k: f.value for k, f in eff.tensor_by_dtype.items()}),

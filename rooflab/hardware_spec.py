@@ -168,6 +168,10 @@ class LaunchSpec(_Strict):
     compiled_call_us: Figure | None = None
     compiled_launch_us: Figure | None = None
     compiled_extern_us: Figure | None = None
+    # cudagraph trees' own host time per torch.compile(mode="reduce-overhead") call, beyond the
+    # graph's replay and the copy of its inputs into static buffers. Default:
+    # COMPILED_GRAPH_CALL_PER_DISPATCH x eager_dispatch_us
+    compiled_graph_call_us: Figure | None = None
     # eager SDPA's GPU time per call beyond its work, per backend (kernel_families.
     # ATTENTION_BACKENDS: the kernel's setup, cuDNN's memset), from the torch suite's small
     # calibration cases; default 0

@@ -7,12 +7,13 @@ step as a CUDA graph: one dispatch, then graph_launch_s per kernel (the per-kern
 tiny kernels replayed back to back, so it includes the GPU-side start). `compiled` is a
 torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then the wrapper
 launches each Triton kernel (compiled_launch_host_s) or calls an extern one through ATen (a
-cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`. Inductor's kernels are priced by the schedule (`inductor` reproduces its
-default fusion); `inductor` with `graph` is torch.compile's reduce-overhead mode, less its
-copy of the inputs that are not parameters or buffers into the graph's static buffers (one
-torch._foreach_copy_) and cudagraph trees' own call (the torch validation prices both:
-torch_compare). Cudagraph trees do not replay a graph that writes one of its inputs in place:
-reduce-overhead runs it as `compiled`, and a prediction of it says so (launch_notes).
+cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`.
+Inductor's kernels are priced by the schedule (`inductor` reproduces its default fusion);
+`inductor` with `graph` is torch.compile's reduce-overhead mode: the replay, cudagraph trees'
+own call (compiled_graph_call_host_s) and the copy of the call's inputs that are not
+parameters, buffers or a static KV cache into the graph's static buffers (reduce_overhead_s).
+Cudagraph trees do not replay a graph that writes one of its inputs in place: reduce-overhead
+runs it as `compiled`, and a prediction of it says so (launch_notes).
 
 Here: the GPU-side seconds a kernel adds per launch (floor_s, graph_launch_s) and the host
 seconds before each kernel (host_times for eager PyTorch, compiled_host_times for
@@ -21,8 +22,8 @@ torch.compile's wrapper). rooflab.cost.predict runs the CPU and GPU timelines wi
 
 from __future__ import annotations
 
-from rooflab.hardware import Hardware
-from rooflab.kernel_families import EXTERN_ROLES
+from rooflab.hardware import COMPILED_GRAPH_CALL_PER_DISPATCH, Hardware
+from rooflab.kernel_families import EXTERN_ROLES, foreach_copy_kind
 from rooflab.ops import KINDS, Role
 from rooflab.schedule import Schedule
 
@@ -94,16 +95,47 @@ def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
             else hw.compiled_launch_host_s * k.launches for k in schedule.kernels]
 
 
+def reduce_overhead_s(schedule: Schedule, hw: Hardware) -> tuple[float, float]:
+    """(host s, GPU s) that torch.compile(mode="reduce-overhead") adds to the replay of an
+    `inductor` schedule's CUDA graph: cudagraph trees' own call, and the copy of the call's
+    inputs (graph.call_inputs) into the graph's static buffers by one torch._foreach_copy_:
+    where they share a dtype, one dispatch and ATen's multi_tensor_apply copy (the
+    `foreach_copy` family's curve), else a copy_ each (a dispatch and the elementwise curve).
+    (0, 0) for any other schedule, and for a graph that writes an input in place (cudagraph
+    trees do not replay it)."""
+    g = schedule.graph
+    if schedule.policy.name != "inductor" or g.written_inputs:
+        return 0.0, 0.0
+    inputs = [g.tensors[t] for t in sorted(g.call_inputs)]
+    host_s = hw.compiled_graph_call_host_s
+    if inputs and foreach_copy_kind([t.dtype for t in inputs]) == "foreach_copy":
+        moved = 2 * sum(t.nbytes for t in inputs)
+        return (host_s + hw.eager_call_s_by_kind.get("foreach_copy", hw.eager_dispatch_s),
+                moved / hw.hbm_rate_for(moved, "foreach_copy"))
+    return (host_s + len(inputs) * hw.eager_dispatch_s,
+            sum(2 * t.nbytes / hw.hbm_rate_for(2 * t.nbytes, "elementwise") for t in inputs))
+
+
 def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ...]:
     """Notes on what prices the launch mode: which default prices torch.compile's host side
-    when the spec has none; that reduce-overhead would not replay an `inductor` graph that
-    writes its inputs in place."""
+    when the spec has none; what reduce-overhead (`inductor` + `graph`) adds to the replay, or
+    that it would not replay an `inductor` graph that writes its inputs in place."""
     written = sorted(schedule.graph.written_inputs)
     if launch == "graph" and schedule.policy.name == "inductor" and written:
         inputs = "input " if len(written) == 1 else "inputs "
         return (f"the step writes its {inputs}{', '.join(written)} in place: torch.compile's "
                 "reduce-overhead skips CUDA graphs for it (cudagraph trees replay no graph that "
                 "mutates a non-static input) and runs it as `--launch compiled`",)
+    if launch == "graph" and schedule.policy.name == "inductor":
+        inputs = ", ".join(sorted(schedule.graph.call_inputs))
+        default = "" if hw.compiled_graph_call_s is not None else (
+            f" ({hw.name}: no measured compiled_graph_call_us; "
+            f"{COMPILED_GRAPH_CALL_PER_DISPATCH:g} tiny-op dispatches)")
+        copy = (f" and the copy of {inputs} into static buffers are in the time" if inputs else
+                " is in the time; the workload does not say which inputs a call passes (not "
+                "weights), so no copy into static buffers is priced")
+        return (f"inductor + graph is torch.compile's reduce-overhead: cudagraph trees' call "
+                f"{hw.compiled_graph_call_host_s * 1e6:.0f} us{default}{copy}",)
     if launch != "compiled" or hw.compiled_call_s is not None:
         return ()
     return (f"{hw.name}: no measured compiled_call_us; a compiled call's host time is taken as "

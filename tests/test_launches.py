@@ -97,3 +97,77 @@ def test_reduce_overhead_of_a_step_that_writes_its_input_is_noted(tmp_path):
         assert not any("in place" in n for n in api.predict_graph(g, hw, schedule, launch).notes)
     assert not any("in place" in n for n in
                    api.predict_graph(_load(tmp_path), hw, "inductor", "graph").notes)
+
+
+BIG = """
+name: copied
+tensors:
+  x: {shape: [16384, 8192], dtype: bf16}
+  ids: {shape: [16384, 8192], dtype: int64}
+ops:
+  - {name: act, kind: gelu, inputs: [x], outputs: [y]}
+  - {name: cast, kind: cast, dtype: bf16, inputs: [ids], outputs: [z]}
+  - {name: sum, kind: add, inputs: [y, z], outputs: [out]}
+"""
+
+
+def _plain_hw(**kw):
+    # copy bandwidth 4 TB/s for every size, no family curves: the copies are worked by hand
+    from dataclasses import replace
+    return replace(api.load_hardware("h200"), hbm_bytes_per_s=4e12, hbm_efficiency=1.0,
+                   hbm_curve=(), family_curves={}, eager_dispatch_s=5e-6,
+                   eager_call_s_by_kind={"foreach_copy": 12e-6}, compiled_graph_call_s=50e-6,
+                   graph_replay_call_s=2e-6, **kw)
+
+
+def test_reduce_overhead_prices_trees_call_and_the_input_copy_by_hand(tmp_path):
+    """`inductor` + `graph`: cudagraph trees' call, then the call's inputs copied into static
+    buffers (one foreach copy where they share a dtype, else a copy_ each), then the replay."""
+    from dataclasses import replace
+    from rooflab.launch import reduce_overhead_s
+    g = _load(tmp_path, BIG)
+    hw = _plain_hw()
+    sched = api.predict_graph(replace(g, call_inputs=frozenset({"x"})), hw, "inductor",
+                              "graph").schedule
+    # x: 16384 x 8192 bf16 = 268,435,456 B, read and written: 536,870,912 B at 4e12 B/s
+    host_s, gpu_s = reduce_overhead_s(sched, hw)
+    assert host_s == pytest.approx(50e-6 + 12e-6)            # trees' call + one foreach dispatch
+    assert gpu_s == pytest.approx(134.217728e-6)
+    # two dtypes: a copy_ each, a dispatch each; ids (int64) are 1,073,741,824 B
+    both = api.predict_graph(replace(g, call_inputs=frozenset({"x", "ids"})), hw, "inductor",
+                             "graph")
+    host_s, gpu_s = reduce_overhead_s(both.schedule, hw)
+    assert host_s == pytest.approx(50e-6 + 2 * 5e-6)
+    assert gpu_s == pytest.approx(134.217728e-6 + 536.870912e-6)
+    # in the prediction: the host's part before the replay, the copy before the kernels
+    bare = api.predict_graph(replace(g, call_inputs=frozenset({"x", "ids"})),
+                             replace(hw, compiled_graph_call_s=0.0), "inductor", "graph")
+    assert both.totals.host_s - bare.totals.host_s == pytest.approx(50e-6)
+    assert both.totals.time_s - bare.totals.time_s == pytest.approx(50e-6)
+    assert bare.totals.time_s - sum(k.time_s for k in bare.kernels) == pytest.approx(
+        2e-6 + 10e-6 + 671.08864e-6)
+    assert any("reduce-overhead: cudagraph trees' call 50 us and the copy of ids, x" in n
+               for n in both.notes)
+
+
+def test_reduce_overhead_adds_nothing_elsewhere(tmp_path):
+    """Only `inductor` is torch.compile's schedule; a graph that writes an input in place is not
+    replayed by cudagraph trees; a YAML workload names no call inputs: trees' call only."""
+    from dataclasses import replace
+    from rooflab.launch import reduce_overhead_s
+    g = replace(_load(tmp_path, BIG), call_inputs=frozenset({"x"}))
+    hw = _plain_hw()
+    for schedule in ("unfused", "fused"):
+        assert reduce_overhead_s(api.predict_graph(g, hw, schedule, "graph").schedule,
+                                 hw) == (0.0, 0.0)
+    written = replace(g, written_inputs=frozenset({"x"}))
+    assert reduce_overhead_s(api.predict_graph(written, hw, "inductor", "graph").schedule,
+                             hw) == (0.0, 0.0)
+    plain = api.predict_graph(_load(tmp_path, BIG), hw, "inductor", "graph")
+    assert reduce_overhead_s(plain.schedule, hw) == pytest.approx((50e-6, 0.0))
+    assert any("no copy into static buffers is priced" in n for n in plain.notes)
+    # a spec without the figure: ten tiny-op dispatches, and the note says so
+    default = replace(hw, compiled_graph_call_s=None)
+    assert default.compiled_graph_call_host_s == pytest.approx(50e-6)
+    assert any("no measured compiled_graph_call_us" in n for n in
+               api.predict_graph(_load(tmp_path, BIG), default, "inductor", "graph").notes)

@@ -358,6 +358,10 @@ def test_calibrate_from_rebuilds_the_shipped_spec(tmp_path, monkeypatch):
                                  "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert out.read_text() == SPEC.read_text()
+    # the calibration's own torch run (a slow host state: a one-kernel compiled call took
+    # 110 us) gives every torch.compile host figure, cudagraph trees' call among them
+    assert api.load_hardware(str(out)).compiled_graph_call_s == pytest.approx(141.42e-6,
+                                                                             abs=1e-8)
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     r = CliRunner().invoke(app, ["calibrate", "--from", str(bad), "-o", str(tmp_path / "x.yaml")])
@@ -714,6 +718,8 @@ def test_the_shipped_h100_spec_is_the_eighth_leases_calibration(tmp_path, monkey
     hw = api.load_hardware("measured/h100-sxm.yaml")
     assert {"grouped_mm", "foreach_copy", "copy_broadcast"} <= set(hw.family_curves)
     assert hw.gemm_flops_curve and hw.compiled_call_s == pytest.approx(30.29e-6, abs=1e-8)
+    # cudagraph trees' own call, fitted on the calibration's 10 host-bound reduce-overhead cases
+    assert hw.compiled_graph_call_s == pytest.approx(78.29e-6, abs=1e-8)
 
 
 def _assert_pinned(s: dict, cases: int, **figures: float) -> None:

@@ -398,6 +398,14 @@ def test_an_input_written_through_a_view_is_a_written_input():
     assert trace_module(Bump(), (t(4),)).written_inputs == frozenset()
 
 
+def test_the_forwards_tensor_arguments_are_its_call_inputs():
+    # what reduce-overhead copies into static buffers: the arguments, not parameters or buffers
+    lin = torch.nn.Linear(8, 4)
+    assert trace_module(lin, (t(2, 8),)).call_inputs == {"input"}
+    g = trace_module(lin, (t(2, 8),), name="lin", input_names=["x"])
+    assert g.call_inputs == {"x"} and "weight" in g.tensors and "bias" in g.tensors
+
+
 def test_a_foreach_copy_with_transposed_source_takes_copy():
     # ATen's fast route needs each pair laid out alike: a transposed source takes copy_
     g = traced(lambda a, x: (torch._foreach_copy_([a], [x.t()]), a)[1], t(4, 8), t(8, 4))

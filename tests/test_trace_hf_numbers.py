@@ -152,3 +152,12 @@ def test_the_hand_counts_are_the_models_parameters():
     # and norms 24*2*896 + 896 = 43,904
     assert LLAMA_GEMM_WEIGHTS + 67_584 == zoo.model_info("llama3.2-1b").params
     assert QWEN_GEMM_WEIGHTS + 27_648 + 43_904 == zoo.model_info("qwen2.5-0.5b").params
+
+
+def test_a_decode_steps_call_inputs_are_its_ids_not_its_static_cache(traced):
+    # transformers marks a StaticCache's tensors static (mark_static_address), so
+    # reduce-overhead copies only the token ids of a decode step (cache_position: no tensor the
+    # step reads)
+    g, _ = traced["llama3.2-1b", "decode"]
+    assert g.call_inputs == {"input_ids"}
+    assert g.tensors["input_ids"].nbytes == 4 * 8            # batch 4, one int64 id each

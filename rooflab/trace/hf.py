@@ -15,8 +15,8 @@ call is a warm step, the one a timing loop measures.
 from __future__ import annotations
 
 import contextlib
-
 import inspect
+from dataclasses import replace
 
 from rooflab.errors import RooflabError
 from rooflab.graph import Graph
@@ -120,6 +120,7 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
         except Exception as e:  # noqa: BLE001 - transformers raising on this config
             raise RooflabError(f"{path}: transformers cannot run this model on meta tensors: "
                                f"{type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
+    arguments = set(names.values())     # input_ids, cache_position: not the static cache
     names.update(tensor_names(model))
     names.update(_cache_names(kwargs["past_key_values"]))
     try:
@@ -139,4 +140,5 @@ def trace_hf(source: str, phase: str = "decode", batch: int = 1, seq: int = 512,
                   if keep else ", logits of every position")
     description = (f"traced from hf:{source} ({phase}: {shown}) with torch {torch.__version__}, "
                    f"transformers {transformers.__version__}")
-    return graph_of(trace, f"{name}_{phase}", description, params)
+    graph = graph_of(trace, f"{name}_{phase}", description, params)
+    return replace(graph, call_inputs=frozenset(arguments & graph.tensors.keys()))

@@ -65,4 +65,6 @@ def trace_module(model, example_inputs=(), example_kwargs=None, name: str | None
                        if isinstance(a, torch.Tensor))
     graph = graph_of(trace, label, f"traced from {label}({shapes}) with torch "
                      f"{torch.__version__}", params or {})
-    return replace(graph, written_inputs=trace.written - set(state))
+    arguments = {names[id(t)] for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)}
+    return replace(graph, written_inputs=trace.written - set(state),
+                   call_inputs=frozenset(arguments & graph.tensors.keys()))

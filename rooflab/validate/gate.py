@@ -115,8 +115,8 @@ _FROM_OTHER_RUNS = dict(family_curves={}, family_row_floors={}, family_per_index
                         gemm_flops_curve=(), gemm_overlap=0.0,
                         module_call_s=0.0, graph_replay_call_s=None, eager_call_s_by_kind={},
                         gemm_dispatch_s=None, view_dispatch_s=0.0, compiled_call_s=None,
-                        compiled_launch_s=None, compiled_extern_s=None, graph_gap_s=None,
-                        spec=None)
+                        compiled_launch_s=None, compiled_extern_s=None,
+                        compiled_graph_call_s=None, graph_gap_s=None, spec=None)
 
 
 def same_figures(a: Hardware, b: Hardware) -> bool:

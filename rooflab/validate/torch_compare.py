@@ -38,7 +38,6 @@ import numpy as np
 
 from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware
-from rooflab.kernel_families import foreach_copy_kind
 from rooflab.validate.common import PAIRS_LEGEND, has_schema
 
 SCHEMA = "rooflab.torch-run/1"
@@ -309,8 +308,8 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
                          inductor_kernels=inductor_kernel_counts(rec.get("compiled_kernels") or []),
                          inductor_kernels_predicted=(triton, extern))
             if rec.get("compiled_graph_us") and compiled_host:
-                reduce_overhead[case.id] = None if graph.written_inputs else _reduce_overhead_s(
-                    api.predict_graph(graph, hw, "inductor", "graph").totals, case, hw)
+                reduce_overhead[case.id] = None if graph.written_inputs else \
+                    reduce_overhead_parts(graph, hw)
         moved = sum(k.hbm_read_bytes + k.hbm_write_bytes for k in eager.kernels)
         backends = [attention_backend(op, [graph.tensors[t] for t in op.inputs])
                     for op in graph.ops if op.kind == "attention"]
@@ -338,45 +337,45 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
             compiled_us=compiled_us(rec),
             compiled_graph_us=compiled_us(rec, "compiled_graph_us"),
             **extra))
-    call_s = _fit_reduce_overhead_call(out, reduce_overhead)
+    call_s = fit_compiled_graph_call(doc, hw, graphs)
 
     def predicted_us(r):
         parts = reduce_overhead[r.id]
         if parts is None:           # not replayed: a plain compiled call
             return r.compiled_us_predicted
-        return None if call_s is None else 1e6 * max(parts[0] + call_s, parts[1])
+        # calls back to back: the host's work overlaps the previous call's replay
+        return None if call_s is None else 1e6 * max(parts[0] + call_s[0], parts[1])
     return [replace(r, compiled_graph_us_predicted=predicted_us(r))
             if r.id in reduce_overhead else r for r in out]
 
 
-def _reduce_overhead_s(replay, case, hw: Hardware) -> tuple[float, float]:
-    """(host s, GPU s) of one torch.compile(mode="reduce-overhead") call whose graph writes
-    none of its inputs (cudagraph trees skip one that does: torch.compile then runs it as a
-    plain compiled call), its cudagraph trees' own call aside: the replay of Inductor's kernels
-    (`replay`: the inductor schedule's `graph` totals), after the inputs that are not
-    parameters or buffers are copied into the graph's static buffers by one
-    torch._foreach_copy_: where they share a dtype, one dispatch and ATen's multi_tensor_apply
-    copy (the `foreach_copy` family's curve), else a copy_ each (its dispatch and the
-    elementwise curve)."""
-    dtypes = [i.dtype for i in case.inputs]
-    if foreach_copy_kind(dtypes) == "foreach_copy":
-        moved = 2 * sum(i.nbytes for i in case.inputs)
-        return (replay.host_s + hw.eager_call_s_by_kind.get("foreach_copy", hw.eager_dispatch_s),
-                replay.gpu_s + moved / hw.hbm_rate_for(moved, "foreach_copy"))
-    copies_s = sum(2 * i.nbytes / hw.hbm_rate_for(2 * i.nbytes, "elementwise")
-                   for i in case.inputs)
-    return (replay.host_s + len(case.inputs) * hw.eager_dispatch_s,
-            replay.gpu_s + copies_s)
+def reduce_overhead_parts(graph, hw: Hardware) -> tuple[float, float]:
+    """(host s, GPU s) of one torch.compile(mode="reduce-overhead") call of `graph` on `hw`,
+    cudagraph trees' own call aside: the `inductor` schedule's `graph` prediction (the replay,
+    the copy of the call's inputs into static buffers: launch.reduce_overhead_s)."""
+    from rooflab import api
+    t = api.predict_graph(graph, replace(hw, compiled_graph_call_s=0.0), "inductor",
+                          "graph").totals
+    return t.host_s, t.gpu_s
 
 
-def _fit_reduce_overhead_call(rows: list[CaseComparison], parts: dict) -> float | None:
-    """Seconds of cudagraph trees' own host time per reduce-overhead call: the median, over the
-    run's host-bound calibration cases (GPU time under half the measured call), of the measured
-    call less its predicted host time; None for a run without such cases."""
-    extra = [r.compiled_graph_us * 1e-6 - parts[r.id][0] for r in rows
-             if parts.get(r.id) and r.split == "calibration"
-             and parts[r.id][1] < 0.5e-6 * r.compiled_graph_us]
-    return max(0.0, statistics.median(extra)) if len(extra) >= 2 else None
+def fit_compiled_graph_call(doc: dict, hw: Hardware, graphs: dict) -> tuple[float, int] | None:
+    """(seconds of cudagraph trees' own host time per reduce-overhead call, cases): the median,
+    over the run's host-bound calibration cases (predicted GPU time under half the measured
+    call; a graph that writes none of its inputs), of the measured call less its predicted host
+    time (reduce_overhead_parts on `hw`, the run's host figures); None for a run with fewer
+    than two such cases."""
+    extra = []
+    for rec in doc["cases"]:
+        graph = graphs.get(rec["id"])
+        if rec.get("split") != "calibration" or not rec.get("compiled_graph_us") \
+                or graph is None or graph.written_inputs:
+            continue
+        host_s, gpu_s = reduce_overhead_parts(graph, hw)
+        measured_s = compiled_us(rec, "compiled_graph_us") * 1e-6
+        if gpu_s < HOST_BOUND_SHARE * measured_s:
+            extra.append(measured_s - host_s)
+    return (max(0.0, statistics.median(extra)), len(extra)) if len(extra) >= 2 else None
 
 
 def summary(rows: list[CaseComparison]) -> dict[str, float]:

@@ -25,8 +25,9 @@ from rooflab.errors import RooflabError
 from rooflab.hardware import Hardware, log_interp
 from rooflab.hardware_spec import MAX_CURVE_FRACTION
 from rooflab.kernel_families import floor_at
-from rooflab.validate.torch_compare import (CaseComparison, compare, fit_compiled_host,
-                                            fit_eager_calls, traced_cases)
+from rooflab.validate.torch_compare import (CaseComparison, calibrated, compare,
+                                            compiled_host_of, fit_compiled_graph_call,
+                                            fit_compiled_host, fit_eager_calls, traced_cases)
 
 
 # A calibration case taking at most this ratio of its row kernel's floor is on the floor: its
@@ -339,7 +340,8 @@ GEMM_NOTE = ("eager PyTorch's cuBLAS GEMMs (16-bit): achieved fraction of the te
 def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
     """What torch-suite runs give a measured spec, as the spec's YAML keys: `kernel_families`
     (fitted from every run's calibration cases) and `launch` figures: torch.compile's host
-    figures (fit_compiled_host, from the first run that has compiled cases), each op kind's
+    figures (fit_compiled_host, from the first run that has compiled cases, and cudagraph trees'
+    call under reduce-overhead: fit_compiled_graph_call, from that run), each op kind's
     eager call (fit_eager_calls, from the first run that has host-bound ones) and the replay gap
     (graph_gap_us, from the first run that measured it); the cuBLAS GEMM family's curves
     (fit_gemm_curves). Each figure cites `source`."""
@@ -391,8 +393,19 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
                               ("compiled_extern_us", "per extern (ATen) call from its wrapper")):
                 launch[key] = {"value": round(float(fit[key]), 2), "source": source,
                                "note": f"{note}; fitted on {fit['cases']} host-bound cases"}
+        graphs = traced_cases(doc)[1]
+        if "compiled_graph_call_us" not in launch and "compiled_call_us" in launch:
+            # on this run's own host figures, as `validate --backend torch` compares it
+            host_hw = calibrated(shared, doc["host"], compiled_host_of(doc),
+                                 fit_eager_calls(doc, graphs))
+            trees = fit_compiled_graph_call(doc, host_hw, graphs)
+            if trees:
+                launch["compiled_graph_call_us"] = {
+                    "value": round(trees[0] * 1e6, 2), "source": source,
+                    "note": f"cudagraph trees' own host time per reduce-overhead call; fitted "
+                            f"on {trees[1]} host-bound cases"}
         if "eager_call_us" not in launch:
-            calls = fit_eager_calls(doc, traced_cases(doc)[1])
+            calls = fit_eager_calls(doc, graphs)
             if calls:
                 launch["eager_call_us"] = {
                     kind: {"value": _sig(us), "source": source,
