@@ -19,8 +19,8 @@ allowance (rooflab.memory). A configuration over what one process can allocate o
 not priced.
 
 Every step is priced by the one cost model over a grid of sizes at once (rooflab.grid): on one
-GPU, the decode step at every batch x every context that any (input, output) pair reaches is
-one prediction, and so are the prefills and the memory of every batch x length.
+GPU, the decode step at every batch x every context that any (input, output) pair reaches
+(at most MAX_DECODE_CONTEXTS of a pair's) is one prediction, and so are the prefills and the memory of every batch x length.
 """
 
 from __future__ import annotations
@@ -379,14 +379,31 @@ def _prefill_times(steps: Steps, hw: Hardware, batches: np.ndarray, inputs: list
     return out
 
 
+# a request's decode steps are priced one by one up to this many; a longer generation at this
+# many contexts spread evenly over it (a step's time moves smoothly with its context), so that
+# pricing a million output tokens takes the time and memory of a thousand
+MAX_DECODE_CONTEXTS = 1024
+
+
+def _decode_contexts(n_in: int, n_out: int, kv: str) -> np.ndarray:
+    """The contexts (cached tokens) whose decode steps' mean is a request's TPOT."""
+    if kv != "growing":
+        return np.array([n_in + n_out])
+    if n_out - 1 <= MAX_DECODE_CONTEXTS:
+        return np.arange(1, n_out) + n_in
+    return np.unique(np.linspace(n_in + 1, n_in + n_out - 1, MAX_DECODE_CONTEXTS).round()
+                     .astype(np.int64))
+
+
 def _decode_times(steps: Steps, hw: Hardware, batches: np.ndarray,
                   pairs: list[tuple[int, int]], kv: str, schedule: str,
                   launch: str) -> dict[tuple[int, int], np.ndarray]:
     """TPOT (s) per batch of each (input, output) pair: the mean of its decode steps, each at
-    its own context (kv growing) or all at input + output (static); NaN with one output token.
-    The decode step is priced once over batch x every context the pairs run at."""
-    ctx_of = {(n_in, n_out): np.arange(1, n_out) + n_in if kv == "growing"
-              else np.array([n_in + n_out]) for n_in, n_out in pairs if n_out > 1}
+    its own context (kv growing; sampled at MAX_DECODE_CONTEXTS of them for a longer
+    generation) or all at input + output (static); NaN with one output token. The decode step
+    is priced once over batch x every context the pairs run at."""
+    ctx_of = {(n_in, n_out): _decode_contexts(n_in, n_out, kv)
+              for n_in, n_out in pairs if n_out > 1}
     out = {pair: np.full(len(batches), np.nan) for pair in pairs}
     if ctx_of:
         ctx = np.unique(np.concatenate(list(ctx_of.values())))

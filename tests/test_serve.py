@@ -33,6 +33,20 @@ def test_ttft_tpot_latency_from_the_step_predictions():
     assert s["tpot_s"] == pytest.approx(at516, rel=1e-12)
 
 
+def test_a_long_generation_prices_a_sample_of_its_decode_steps(monkeypatch):
+    # 4,000 output tokens: 3,999 decode steps at contexts 513..4511, priced at 1,024 of them
+    # spread evenly; their mean is the mean of every step's within a part in a thousand
+    ctx = serve._decode_contexts(512, 4000, "growing")
+    assert len(ctx) == serve.MAX_DECODE_CONTEXTS and (ctx[0], ctx[-1]) == (513, 4511)
+    assert serve._decode_contexts(512, 1025, "growing").tolist() == list(range(513, 1537))
+    sampled = serve.serve(DEC, ["h200"], [8], [512], [4000], "fused", "graph",
+                          prefill_source=PRE).rows()[0]["tpot_s"]
+    monkeypatch.setattr(serve, "MAX_DECODE_CONTEXTS", 10**6)
+    every = serve.serve(DEC, ["h200"], [8], [512], [4000], "fused", "graph",
+                        prefill_source=PRE).rows()[0]["tpot_s"]
+    assert sampled == pytest.approx(every, rel=1e-3) and sampled != every
+
+
 def test_kv_cache_and_weights_by_hand_and_what_does_not_fit():
     # Llama-3-8B (workloads/llama3_8b_decode.yaml): KV per token = 32 layers x (k + v) x 8 KV
     # heads x 128 x 2 B = 131,072 B. Batch 256 at 512 + 4096 tokens:
