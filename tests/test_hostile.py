@@ -301,3 +301,39 @@ def test_no_arguments_print_the_help_and_exit_2():
     r = subprocess.run([sys.executable, "-m", "rooflab.cli"], cwd=ROOT, capture_output=True,
                        text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode == 2 and "predict" in r.stdout and r.stderr == ""
+
+
+# ---------------------------------------------------------------- sources and runs
+
+
+def test_a_non_utf8_run_file(tmp_path):
+    p = tmp_path / "run.json"
+    p.write_bytes(b'{"schema": "x", "note": "\xe9"}')
+    _fails(["validate", "--from", str(p)], r"run\.json: not JSON")
+
+
+def test_a_negative_size_in_a_model_config(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text('{"model_type": "llama",\n "hidden_size": 64,\n "num_hidden_layers": -3}')
+    _fails(["trace", f"hf:{p}"], r"config\.json:3: num_hidden_layers: a size must be a positive "
+                                 r"integer, got -3")
+
+
+def test_an_input_too_large_to_describe(tmp_path):
+    pytest.importorskip("torch")
+    src = _file(tmp_path, "import torch\n\ndef build():\n    return torch.nn.Identity()\n",
+                "m.py")
+    _fails(["trace", f"py:{src}:build", "--input", "x=[99999999999,99999999999,1024]:bf16"],
+           r"--input 'x=\[99999999999,99999999999,1024\]:bf16': Storage size calculation "
+           r"overflowed")
+
+
+def test_a_run_priced_on_another_gpus_spec_says_so():
+    runs = ROOT / "reports" / "validation"
+    r = runner.invoke(app, ["validate", "--from", str(runs / "h100-sxm-2026-12-07.json"),
+                            "-H", "measured/h200.yaml"])
+    assert r.exit_code == 0 and "was measured on NVIDIA H100 80GB HBM3; -H measured/h200.yaml " \
+        "prices another GPU" in r.stderr
+    r = runner.invoke(app, ["validate", "--from", str(runs / "h200-2026-12-04.json")])
+    assert r.exit_code == 0 and "note: priced on measured/h200.yaml, the spec of the run's GPU " \
+        "(NVIDIA H200)" in r.stderr and "PASS" in r.stdout

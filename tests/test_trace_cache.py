@@ -43,3 +43,10 @@ def test_no_cache_and_unwritable_cache_are_not_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(blocked / "sub"))   # a folder under a file
     cache.store("x", None)                                          # skipped, no error
     assert cache.load("x") is None
+
+
+def test_an_entry_that_unpickles_to_an_error_is_a_miss(tmp_path, monkeypatch):
+    # a pickle that raises while loading (here int('x'): ValueError) is skipped like any other
+    monkeypatch.setenv("ROOFLAB_CACHE_DIR", str(tmp_path))
+    (tmp_path / "k.pickle").write_bytes(b"cbuiltins\nint\n(S'x'\ntR.")
+    assert cache.load("k") is None

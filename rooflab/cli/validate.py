@@ -3,6 +3,7 @@ runs re-checked)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -18,7 +19,7 @@ from rooflab.terminal import printable
 def validate(
     workload: Annotated[Optional[str], typer.Argument(help="A workload YAML; default: the built-in suite.")] = None,
     gpu: Annotated[bool, typer.Option("--gpu", help="Run the kernels on the CUDA GPU.")] = False,
-    hardware: Annotated[str, typer.Option("--hardware", "-H", help="Spec the predictions use (a calibrated one is best).")] = "h200",
+    hardware: Annotated[Optional[str], typer.Option("--hardware", "-H", help="Spec the predictions use (a calibrated one is best; default: with --from, the calibrated spec of the run's GPU where one ships, else h200).")] = None,
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
     phase: Annotated[Optional[str], typer.Option("--phase", help=PHASE_HELP)] = None,
     inputs: Annotated[list[str], typer.Option("--input", help=INPUT_HELP)] = [],
@@ -49,7 +50,7 @@ def validate(
     if from_file and cases:
         raise RooflabError("--cases picks the cases to run on the GPU; --from re-checks the "
                            "whole run")
-    hw = api.load_hardware(one_gpu(hardware, "validate"))
+    hw = api.load_hardware(one_gpu(_spec_for(hardware, from_file), "validate"))
     from rooflab.validate import torch_compare, tp_compare
     if tp or from_file and tp_compare.is_run_file(from_file):
         _validate_tp(hw, workload, gpu, from_file, output, force,
@@ -118,6 +119,28 @@ def validate(
     typer.echo(printable(f"wrote {out}"))
     if html:
         _write_validation_html(html, vf, force)
+
+
+def _spec_for(hardware: str | None, from_file: str | None) -> str:
+    """The spec a validation prices on: `-H` where given, else the spec of the GPU that the
+    --from run names (its calibrated one where one ships), else h200. Says on stderr which spec
+    a --from run takes, and when `-H` names another GPU than the run's."""
+    from rooflab.bundled import SPEC_DIR, datasheet_for_device
+    from rooflab.validate.common import run_gpu
+    gpu = run_gpu(from_file) if from_file else None
+    name = datasheet_for_device(gpu) if gpu else None
+    if hardware:
+        if name and name not in {Path(h).stem for h in split_list(hardware)}:
+            typer.echo(printable(f"note: {from_file} was measured on {gpu}; -H {hardware} "
+                                 "prices another GPU"), err=True)
+        return hardware
+    if not name:
+        return "h200"
+    chosen = f"measured/{name}.yaml" if (SPEC_DIR / "measured" / f"{name}.yaml").exists() \
+        else name
+    typer.echo(printable(f"note: priced on {chosen}, the spec of the run's GPU ({gpu}); "
+                         "-H picks another"), err=True)
+    return chosen
 
 
 def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, force,

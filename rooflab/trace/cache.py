@@ -66,7 +66,7 @@ def load(k: str) -> Graph | None:
     try:
         with open(d / f"{k}.pickle", "rb") as f:
             graph = pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+    except Exception:  # noqa: BLE001 - any entry that does not load is a miss, never an error
         return None
     return graph if isinstance(graph, Graph) else None
 

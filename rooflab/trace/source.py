@@ -206,8 +206,11 @@ def _traced_py(file: str, _mtime: int, factory: str, inputs: tuple, sets: tuple)
     given, names = [], []
     for item in inputs:
         name, shape, dtype = parse_input(item, dict(sets))
-        given.append(torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]),
-                                 device="meta"))
+        try:
+            given.append(torch.empty(shape, dtype=getattr(torch, _TORCH_DTYPES[dtype]),
+                                     device="meta"))
+        except RuntimeError as e:       # a shape whose size overflows torch's storage
+            raise RooflabError(f"--input {item!r}: {str(e).splitlines()[0]}") from None
         names.append(name)
     if example is None and not given:
         raise RooflabError(f"{file}: give the forward's inputs with --input, like "

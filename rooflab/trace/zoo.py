@@ -103,7 +103,25 @@ def resolve_config(name_or_path: str) -> tuple[str, dict, Path]:
                            f"{type(config).__name__}", file=shown)
     if not isinstance(config.get("model_type"), str) or not config["model_type"]:
         raise RooflabError("no 'model_type' field: not a Hugging Face config.json", file=shown)
+    for where, fields in (("", config), ("text_config.", config.get("text_config"))):
+        for key in SIZE_FIELDS:
+            v = fields.get(key) if isinstance(fields, dict) else None
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise RooflabError(f"{where}{key}: a size must be a positive integer, got {v!r}",
+                                   file=shown, line=_line_of(text, key))
     return name, config, path
+
+
+# the config fields that size a model (a count of layers, heads, experts or features)
+SIZE_FIELDS = ("num_hidden_layers", "hidden_size", "intermediate_size", "num_attention_heads",
+               "num_key_value_heads", "head_dim", "vocab_size", "moe_intermediate_size",
+               "num_local_experts", "n_routed_experts", "num_experts_per_tok")
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line of `"key":` in a JSON text, for the message; None where it is not found."""
+    at = text.find(f'"{key}"')
+    return text.count("\n", 0, at) + 1 if at >= 0 else None
 
 
 def _torch_dtype(dtype: str):

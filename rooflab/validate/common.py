@@ -1,5 +1,6 @@
 """What the validation modules share without importing torch."""
 
+import json
 from pathlib import Path
 
 
@@ -7,11 +8,29 @@ def has_schema(path: str | Path, schema: str) -> bool:
     """Whether the JSON document in `path` (as rooflab writes it) says it is of `schema`, read
     from its first 4 KB; False when the file cannot be read."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             head = f.read(4096)
     except OSError:
         return False
     return f'"schema": "{schema}"' in head
+
+
+def run_gpu(path: str | Path) -> str | None:
+    """The GPU a measured run names (its provenance's `gpu`, or a measured-steps run's
+    meta.timing.gpu.name), as torch names it; None for a file that is not such a run."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    for keys in (("provenance", "gpu"), ("meta", "timing", "gpu", "name")):
+        v = doc
+        for k in keys:
+            v = v.get(k) if isinstance(v, dict) else None
+        if isinstance(v, str) and v:
+            return v
+    return None
 
 
 class Unsupported(Exception):

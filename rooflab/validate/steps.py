@@ -97,7 +97,7 @@ class StepComparison:
 def is_run_of(path: str | Path, script: str) -> bool:
     """Whether `path` is a run file that `script` wrote (its `what` names the script)."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8", errors="replace") as f:
             head = f.read(4096)
     except OSError:
         return False
