@@ -20,6 +20,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# the smallest and largest value a spec figure may take, in its unit (bundled specs: 0.18 us to
+# 10,066 TFLOPS)
+FIGURE_RANGE = (1e-6, 1e9)
+
+
 class Figure(_Strict):
     """One number and where it came from (a key of the spec's `sources`)."""
     value: float = Field(gt=0, allow_inf_nan=False)
@@ -31,6 +36,16 @@ class Figure(_Strict):
     def _number(cls, v):
         if isinstance(v, bool):        # YAML's true/yes is not the number 1
             raise ValueError(f"expected a number, got {v}")
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _plausible(cls, v: float) -> float:
+        # every figure in its unit (TB/s, TFLOPS, GB, MHz, us, a fraction) lies far inside
+        # this range; outside it is a typo whose times would overflow
+        if not FIGURE_RANGE[0] <= v <= FIGURE_RANGE[1]:
+            raise ValueError(f"{v:g} is outside {FIGURE_RANGE[0]:g} to {FIGURE_RANGE[1]:g}, "
+                             "the range of any figure in its unit")
         return v
 
 

@@ -83,6 +83,7 @@ def test_kernel_op_class(kinds, fusion, expected):
     ("{kind: permute, inputs: [x], outputs: [o], dims: 1}", "`dims` must be a list of integers, got 1"),
     ("{kind: permute, inputs: [x], outputs: [o]}", "permute needs `dims:`"),
     ("{kind: scale, inputs: [x], outputs: [o], factor: .inf}", "`factor` must be a finite number"),
+    ("{kind: rmsnorm, inputs: [x], outputs: [o], eps: -1}", "`eps` must be at least 0, got -1"),
     ("{kind: all_reduce, inputs: [x], outputs: [o]}", "all_reduce needs `world_size:`"),
     ("{kind: rotary, inputs: [x, x, x], outputs: [o], dtype: fp32}", "rotary op has no attribute 'dtype'"),
 ])

@@ -86,11 +86,11 @@ ATTR_TYPES = ("int", "ints", "bool", "float", "dtype", "family", "str")
 
 @dataclass(frozen=True, slots=True)
 class Attr:
-    """One attribute an op kind takes: its type, the smallest value an integer may have, and
+    """One attribute an op kind takes: its type, the smallest value a number may have, and
     whether a workload must give it."""
     type: str
     doc: str
-    min: int | None = None
+    min: float | None = None
     required: bool = False
 
     def check(self, name: str, value: Any, evaluate: Callable[[Any], int]) -> Any:
@@ -110,6 +110,8 @@ class Attr:
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value):
                 raise AttrError(f"`{name}` must be a finite number, got {_shown(value)}")
+            if self.min is not None and value < self.min:
+                raise AttrError(f"`{name}` must be at least {self.min:g}, got {value:g}")
             return value
         if not isinstance(value, str):
             raise AttrError(f"`{name}` must be a string, got {_shown(value)}")

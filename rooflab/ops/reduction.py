@@ -13,7 +13,7 @@ from rooflab.ops.base import (DTYPE_ATTR, Attr, OpCost, OpKind, Role, ShapeError
                               axis_of, out_dtype, read_write_once, register)
 
 _AXIS = Attr("int", "the axis reduced over (default -1)")
-_EPS = Attr("float", "added to the variance (default 1e-5)")
+_EPS = Attr("float", "added to the variance (default 1e-5)", min=0)
 
 
 # ----------------------------------------------------------------------------- sum, mean, max
