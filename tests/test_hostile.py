@@ -340,3 +340,10 @@ def test_a_run_priced_on_another_gpus_spec_says_so():
     r = runner.invoke(app, ["validate", "--from", str(runs / "h200-2026-12-04.json")])
     assert r.exit_code == 0 and "note: priced on measured/h200.yaml, the spec of the run's GPU " \
         "(NVIDIA H200)" in r.stderr and "PASS" in r.stdout
+
+
+def test_an_output_for_a_rechecked_run_is_refused(tmp_path):
+    # --from writes nothing: an --output given with it would be silently dropped
+    _fails(["validate", "--from", str(ROOT / "reports/validation/h200-2026-12-04.json"), "-o",
+            str(tmp_path / "out.json")], r"--output names where a run on the GPU writes")
+    assert not (tmp_path / "out.json").exists()

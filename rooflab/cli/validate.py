@@ -47,6 +47,9 @@ def validate(
     check_outputs([(o, p) for o, p in (("--output", None if from_file or dry_run else output),
                                         ("--html", html)) if p], force,
                   make_parents=("--output",))
+    if from_file and output:
+        raise RooflabError("--output names where a run on the GPU writes its results; --from "
+                           "re-checks a saved run and writes none (--html writes a report)")
     if from_file and cases:
         raise RooflabError("--cases picks the cases to run on the GPU; --from re-checks the "
                            "whole run")
