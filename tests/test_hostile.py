@@ -347,3 +347,14 @@ def test_an_output_for_a_rechecked_run_is_refused(tmp_path):
     _fails(["validate", "--from", str(ROOT / "reports/validation/h200-2026-12-04.json"), "-o",
             str(tmp_path / "out.json")], r"--output names where a run on the GPU writes")
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_run_whose_case_does_not_build_names_the_run_and_the_case(tmp_path):
+    import json
+    doc = json.loads((ROOT / "reports/validation/h200-2026-12-04.json").read_text())
+    case = doc["cases"][0]                          # pointwise_chain/T=1,D=4096
+    case["params"]["T"] = -5
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(doc))
+    _fails(["validate", "--from", str(p), "-H", "h200"],
+           rf"run\.json: case {re.escape(case['case'])}: params\.T: .*must be positive")

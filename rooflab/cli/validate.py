@@ -93,7 +93,11 @@ def validate(
     if from_file:
         from rooflab.validate import records
         vf = records.load(from_file)
-        typer.echo(accuracy.render(accuracy.evaluate(vf, hw), hw))
+        try:
+            summary = accuracy.evaluate(vf, hw)
+        except RooflabError as e:       # a case the run holds does not predict: name the run
+            raise RooflabError(f"{from_file}: {e}") from None
+        typer.echo(accuracy.render(summary, hw))
         if html:
             _write_validation_html(html, accuracy.repredicted(vf, hw), force)
         return

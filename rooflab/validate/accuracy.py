@@ -41,9 +41,10 @@ class CasePrediction:
 
 
 def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
-                 schedule: str) -> CasePrediction:
-    """Predictions for one case under one schedule, in the form the measurements take."""
-    graph = workload.load_dict(workload_dict, params)
+                 schedule: str, source: str = "<dict>") -> CasePrediction:
+    """Predictions for one case under one schedule, in the form the measurements take;
+    `source` names the case in errors."""
+    graph = workload.load_dict(workload_dict, params, source)
     pred = api.predict_graph(graph, hw, schedule, "graph", "rooflab")
     kernels, classes, bounds, nbytes = {}, {}, {}, {}
     for k in pred.kernels:
@@ -110,7 +111,7 @@ def _measured_kernels_predicted(vf: ValidationFile, case, hw: Hardware,
                                 schedule: str) -> CasePrediction:
     """predict_case of `case`, which must make every kernel the run measured: RooflabError
     naming the first it does not (another GPU's spec fuses differently)."""
-    pred = predict_case(case.workload, case.params, hw, schedule)
+    pred = predict_case(case.workload, case.params, hw, schedule, f"case {case.case}")
     missing = [k.kernel for k in case.kernels[schedule] if k.kernel not in pred.kernels]
     if missing:
         raise RooflabError(f"case {case.case} ({schedule}): on {hw.name} the model makes no "
