@@ -358,3 +358,15 @@ def test_a_run_whose_case_does_not_build_names_the_run_and_the_case(tmp_path):
     p.write_text(json.dumps(doc))
     _fails(["validate", "--from", str(p), "-H", "h200"],
            rf"run\.json: case {re.escape(case['case'])}: params\.T: .*must be positive")
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["predict", "mlp_block", "--launch", "eager,eager"], r"--launch 'eager,eager': eager is named "
+                                                          r"twice"),
+    (["predict", "mlp_block", "-H", "h200,"], r"--hardware 'h200,': an empty name between commas"),
+    (["predict", "mlp_block", "--compare", "unfused,,fused"], r"an empty name between commas"),
+    (["fusions", "mlp_block", "--compare", "unfused,fused", "--baseline", "epilogue"],
+     r"--compare BASELINE,SCHEDULE names both; leave out --baseline and --schedule"),
+])
+def test_lists_and_options_that_would_be_dropped(args, problem):
+    _fails(args, problem)

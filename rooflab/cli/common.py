@@ -46,10 +46,16 @@ def split_list(value: str) -> list[str]:
 
 
 def names_of(option: str, value: str, example: str) -> list[str]:
-    """The comma-separated names of `option`; RooflabError when there are none."""
+    """The comma-separated names of `option`; RooflabError when there are none, one is empty
+    (a stray comma) or one is named twice."""
     names = split_list(value)
     if not names:
         raise RooflabError(f"{option} {value!r}: expected one or more names, like {example}")
+    if len(names) != len(value.split(",")):
+        raise RooflabError(f"{option} {value!r}: an empty name between commas")
+    twice = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if twice:
+        raise RooflabError(f"{option} {value!r}: {twice} is named twice")
     return names
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from rooflab.cli.common import (INPUT_HELP, PHASE_HELP, app, check_output, launch_modes, names_of,
-                                one_gpu, split_list, user_errors)
+                                one_gpu, user_errors)
 from rooflab.errors import RooflabError
 from rooflab.terminal import printable
 
@@ -93,7 +93,8 @@ def predict(
         return
     graph = api.load_workload(workload, overrides, phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in names_of("--hardware", hardware, "h200,b200")]
-    schedules = split_list(compare) if compare is not None else [schedule]
+    schedules = names_of("--compare", compare, "unfused,fused") if compare is not None \
+        else [schedule]
     if compare is not None and len(schedules) < 2:
         raise RooflabError(f"--compare {compare}: expected two or more schedules, like "
                            "unfused,fused (each later one is compared with the first)")
@@ -123,8 +124,8 @@ def predict(
 def fusions(
     workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one), hf:MODEL or py:FILE.py:FACTORY.")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name or YAML path.")] = "h100-sxm",
-    baseline: Annotated[str, typer.Option("--baseline", help="Schedule to measure savings against.")] = "unfused",
-    schedule: Annotated[str, typer.Option("--schedule", "-s", help="Schedule whose fusions are ranked.")] = "fused",
+    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Schedule to measure savings against (default unfused).")] = None,
+    schedule: Annotated[Optional[str], typer.Option("--schedule", "-s", help="Schedule whose fusions are ranked (default fused).")] = None,
     compare: Annotated[Optional[str], typer.Option("--compare", help="BASELINE,SCHEDULE in one: inductor,fused ranks what torch.compile leaves on the table.")] = None,
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode: eager, graph or compiled.")] = "graph",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter (repeatable).")] = [],
@@ -140,10 +141,14 @@ def fusions(
     if top < 0:
         raise RooflabError(f"--top {top}: expected a count of zero or more")
     if compare is not None:
-        pair = split_list(compare)
+        pair = names_of("--compare", compare, "inductor,fused")
         if len(pair) != 2:
             raise RooflabError(f"--compare {compare}: expected BASELINE,SCHEDULE, like inductor,fused")
+        if baseline is not None or schedule is not None:
+            raise RooflabError("--compare BASELINE,SCHEDULE names both; leave out --baseline "
+                               "and --schedule")
         baseline, schedule = pair
+    baseline, schedule = baseline or "unfused", schedule or "fused"
     hw = api.load_hardware(one_gpu(hardware, "fusions"))
     graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     modes = launch_modes(launch)
@@ -214,7 +219,7 @@ def report(
     html_report.check_target(output, force)
     graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in names_of("--hardware", hardware, "h200,b200")]
-    schedules = split_list(compare)
+    schedules = names_of("--compare", compare, "unfused,fused")
     if not schedules:
         raise RooflabError(f"--compare {compare!r}: expected schedules, like unfused,fused")
     preds, comparisons = api.predict_matrix(graph, gpus, schedules, launch_modes(launch))
