@@ -20,7 +20,8 @@ not priced.
 
 Every step is priced by the one cost model over a grid of sizes at once (rooflab.grid): on one
 GPU, the decode step at every batch x every context that any (input, output) pair reaches
-(at most MAX_DECODE_CONTEXTS of a pair's) is one prediction, and so are the prefills and the memory of every batch x length.
+(at most MAX_DECODE_CONTEXTS of a pair's) is one prediction, and so are the prefills and the
+memory of every batch x length.
 """
 
 from __future__ import annotations

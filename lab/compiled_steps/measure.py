@@ -2,7 +2,8 @@
 and which kernels it launches, beside the eager step and its CUDA-graph replay.
 
 One process per step (dynamo's state and the compile cache stay apart):
-    python lab/compiled_steps/measure.py MODEL BATCH CONTEXT OUT.json [--modes default,reduce-overhead]
+    python lab/compiled_steps/measure.py MODEL BATCH CONTEXT OUT.json \
+        [--modes default,reduce-overhead]
 MODEL is a bundled config (models/MODEL.json, random bf16 weights, SDPA), the forward call is the
 one rooflab's tracer traces (lab/hf_eager/measure.py make_step: one token against a StaticCache of
 CONTEXT tokens). Per mode, `torch.compile(model, mode=...)` is warmed (compiled) and then timed
