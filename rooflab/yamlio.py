@@ -201,6 +201,9 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
             loc, msg = loc + path, rest
     elif e["type"] in _EXPECTED:
         msg = f"expected {_EXPECTED[e['type']]}, got {e.get('input')!r}"
+    elif e["type"] in _BOUNDS:
+        word, key = _BOUNDS[e["type"]]
+        msg = f"must be {word} {e.get('ctx', {}).get(key)}, got {e.get('input')!r}"
     elif e["type"] == "extra_forbidden":
         msg = f"unknown field '{loc[-1]}'"
         loc = loc[:-1] + (loc[-1],)
@@ -215,7 +218,10 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
 # pydantic's error type of a value of the wrong type -> what was expected
 _EXPECTED = {"int_type": "an integer", "int_from_float": "an integer", "float_type": "a number",
              "string_type": "a string", "bool_type": "true or false", "list_type": "a list",
-             "dict_type": "a mapping"}
+             "dict_type": "a mapping", "model_type": "a mapping",
+             "model_attributes_type": "a mapping"}
+_BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
+           "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
 _TYPE_WORDS = {"int": "an integer", "str": "a name or expression", "float": "a number",
                "bool": "true or false", "list": "a list", "dict": "a mapping"}
 

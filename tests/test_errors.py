@@ -149,7 +149,7 @@ def test_hardware_spec_with_bad_fraction(tmp_path):
     text = (SPEC_DIR / "h200.yaml").read_text().replace("value: 0.89", "value: 1.89")
     p = tmp_path / "gpu.yaml"
     p.write_text(text)
-    _fails(["hardware", "show", str(p)], r"gpu\.yaml:\d+", "efficiency.hbm", "less than or equal to 1")
+    _fails(["hardware", "show", str(p)], r"gpu\.yaml:\d+", "efficiency.hbm", "must be at most 1")
 
 
 def test_unknown_schedule(tmp_path):

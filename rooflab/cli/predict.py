@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from rooflab.cli.common import (INPUT_HELP, PHASE_HELP, app, check_output, launch_modes, names_of,
-                                one_gpu, user_errors)
+                                one_gpu, split_list, user_errors)
 from rooflab.errors import RooflabError
 from rooflab.terminal import printable
 
@@ -93,11 +93,11 @@ def predict(
         return
     graph = api.load_workload(workload, overrides, phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in names_of("--hardware", hardware, "h200,b200")]
-    schedules = names_of("--compare", compare, "unfused,fused") if compare is not None \
-        else [schedule]
-    if compare is not None and len(schedules) < 2:
+    if compare is not None and len(split_list(compare)) < 2:
         raise RooflabError(f"--compare {compare}: expected two or more schedules, like "
                            "unfused,fused (each later one is compared with the first)")
+    schedules = names_of("--compare", compare, "unfused,fused") if compare is not None \
+        else [schedule]
     preds, comparisons = api.predict_matrix(graph, gpus, schedules, launch_modes(launch))
     if html:
         from rooflab.report import html as html_report
