@@ -365,6 +365,7 @@ def test_a_run_whose_case_does_not_build_names_the_run_and_the_case(tmp_path):
                                                           r"twice"),
     (["predict", "mlp_block", "-H", "h200,"], r"--hardware 'h200,': an empty name between commas"),
     (["predict", "mlp_block", "--compare", "unfused,,fused"], r"an empty name between commas"),
+    (["predict", "mlp_block", "--html", ""], r"--html: expected a file name"),
     (["fusions", "mlp_block", "--compare", "unfused,fused", "--baseline", "epilogue"],
      r"--compare BASELINE,SCHEDULE names both; leave out --baseline and --schedule"),
 ])

@@ -41,7 +41,7 @@ def predict(
     from rooflab import api, workload as wl
     from rooflab.report import comparison, jsonout, table
 
-    if html:
+    if html is not None:
         check_output("--html", html, force)             # fail before predicting
     overrides = wl.parse_sets(sets)
     for flag, n in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--nodes", nodes),

@@ -128,7 +128,8 @@ def sweep_cmd(
     from rooflab import serve
     from rooflab.report import serving
 
-    outputs = [(o, p) for o, p in (("--csv", csv_path), ("--json", json_path), ("--html", html)) if p]
+    outputs = [(o, p) for o, p in (("--csv", csv_path), ("--json", json_path), ("--html", html))
+               if p is not None]
     check_outputs(outputs, force)
     gpus, batches, inputs, outs, _ = _serve_args(model, hardware, batch, input_tokens,
                                                  output_tokens, [])

@@ -45,7 +45,7 @@ def validate(
     if backend not in ("triton", "torch"):
         raise RooflabError(f"--backend {backend}: expected triton or torch")
     check_outputs([(o, p) for o, p in (("--output", None if from_file or dry_run else output),
-                                        ("--html", html)) if p], force,
+                                        ("--html", html)) if p is not None], force,
                   make_parents=("--output",))
     if from_file and output:
         raise RooflabError("--output names where a run on the GPU writes its results; --from "
