@@ -237,7 +237,7 @@ def test_cli_refuses_to_overwrite(tmp_path, args):
 def test_cli_report_errors_are_one_line(tmp_path):
     for args, expected in [
         (["--launch", "warp"], "--launch warp: expected one of eager, graph, compiled"),
-        (["--compare", ","], "expected schedules"),
+        (["--compare", ","], "--compare ',': expected one or more names"),
         (["-H", "h999"], "unknown hardware 'h999'"),
     ]:
         r = runner.invoke(app, ["report", str(W / "rmsnorm.yaml"), "-o",

@@ -220,8 +220,6 @@ def report(
     graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in names_of("--hardware", hardware, "h200,b200")]
     schedules = names_of("--compare", compare, "unfused,fused")
-    if not schedules:
-        raise RooflabError(f"--compare {compare!r}: expected schedules, like unfused,fused")
     preds, comparisons = api.predict_matrix(graph, gpus, schedules, launch_modes(launch))
     html_report.write_predictions(output, preds, comparisons, force=force)
     typer.echo(printable(f"wrote {output} ({Path(output).stat().st_size / 1e6:.1f} MB)"))

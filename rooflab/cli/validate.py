@@ -53,102 +53,107 @@ def validate(
     if from_file and cases:
         raise RooflabError("--cases picks the cases to run on the GPU; --from re-checks the "
                            "whole run")
-    hw = api.load_hardware(one_gpu(_spec_for(hardware, from_file), "validate"))
-    from rooflab.validate import torch_compare, tp_compare
-    if tp or from_file and tp_compare.is_run_file(from_file):
-        _validate_tp(hw, workload, gpu, from_file, output, force,
-                     "decode" if phase is None else phase, wl.parse_sets(sets), tp)
-        return
-    if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
-        _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
-                        wl.parse_sets(sets))
-        return
-    if workload:
-        graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
-        if source.is_program(workload):
-            from rooflab.trace import to_yaml
-            doc = to_yaml.document(graph)
+    spec, note = _spec_for(hardware, from_file)
+    hw = api.load_hardware(one_gpu(spec, "validate"))
+
+    def run() -> None:
+        from rooflab.validate import torch_compare, tp_compare
+        if tp or from_file and tp_compare.is_run_file(from_file):
+            _validate_tp(hw, workload, gpu, from_file, output, force,
+                         "decode" if phase is None else phase, wl.parse_sets(sets), tp)
+            return
+        if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
+            _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
+                            wl.parse_sets(sets))
+            return
+        if workload:
+            graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
+            if source.is_program(workload):
+                from rooflab.trace import to_yaml
+                doc = to_yaml.document(graph)
+            else:
+                doc = wl.load_yaml_data(workload)
+            chosen = [suite.Case(graph.name, {**doc, "params": {**doc.get("params", {}), **graph.params}},
+                                 "workload")]
         else:
-            doc = wl.load_yaml_data(workload)
-        chosen = [suite.Case(graph.name, {**doc, "params": {**doc.get("params", {}), **graph.params}},
-                             "workload")]
-    else:
-        # case names hold commas themselves ("add_rmsnorm/T=64,D=4096"): a text naming whole
-        # cases is taken as it is, anything else as comma-separated parts
-        everything = suite.builtin()
-        whole = [c for c in everything if cases and cases in c.name]
-        wanted = split_list(cases) if cases else []
-        chosen = whole or [c for c in everything if not wanted or any(w in c.name for w in wanted)]
-        if not chosen:
-            raise RooflabError(f"--cases {cases}: no suite case matches")
-    from rooflab.validate import serving as serving_runs
-    if from_file and serving_runs.is_serve_file(from_file):
-        # measured generation (lab/serve_h200): TTFT and TPOT against rooflab serve
-        typer.echo(serving_runs.render(serving_runs.compare(serving_runs.load(from_file), hw)))
-        return
-    if from_file and steps.is_steps_file(from_file):
-        # measured whole steps of Hugging Face models (lab/hf_eager): trace and re-predict each
-        typer.echo(steps.render(steps.compare(steps.load(from_file), hw)))
-        return
-    if from_file:
-        from rooflab.validate import records
-        vf = records.load(from_file)
+            # case names hold commas themselves ("add_rmsnorm/T=64,D=4096"): a text naming whole
+            # cases is taken as it is, anything else as comma-separated parts
+            everything = suite.builtin()
+            whole = [c for c in everything if cases and cases in c.name]
+            wanted = split_list(cases) if cases else []
+            chosen = whole or [c for c in everything if not wanted or any(w in c.name for w in wanted)]
+            if not chosen:
+                raise RooflabError(f"--cases {cases}: no suite case matches")
+        from rooflab.validate import serving as serving_runs
+        if from_file and serving_runs.is_serve_file(from_file):
+            # measured generation (lab/serve_h200): TTFT and TPOT against rooflab serve
+            typer.echo(serving_runs.render(serving_runs.compare(serving_runs.load(from_file), hw)))
+            return
+        if from_file and steps.is_steps_file(from_file):
+            # measured whole steps of Hugging Face models (lab/hf_eager): trace and re-predict each
+            typer.echo(steps.render(steps.compare(steps.load(from_file), hw)))
+            return
+        if from_file:
+            from rooflab.validate import records
+            vf = records.load(from_file)
+            try:
+                summary = accuracy.evaluate(vf, hw)
+            except RooflabError as e:       # a case the run holds does not predict: name the run
+                raise RooflabError(f"{from_file}: {e}") from None
+            typer.echo(accuracy.render(summary, hw))
+            if html:
+                _write_validation_html(html, accuracy.repredicted(vf, hw), force)
+            return
+        if dry_run:
+            from rooflab.validate import dryrun
+            dryrun.dry_run(chosen, hw, typer.echo)
+            return
+        if not gpu:
+            raise RooflabError("validate runs kernels only with --gpu (or use --dry-run, or --from FILE)")
+        from rooflab.validate import gpu as vgpu
+        vgpu.require("validate")
+        from rooflab.validate import run as vrun
+        out = Path(output or f"reports/validation/{vgpu.slug()}-{vgpu.today()}.json")
+        if out.exists() and not force:
+            raise RooflabError(f"{out} exists; pass --force to overwrite it")
+        out.parent.mkdir(parents=True, exist_ok=True)
         try:
-            summary = accuracy.evaluate(vf, hw)
-        except RooflabError as e:       # a case the run holds does not predict: name the run
-            raise RooflabError(f"{from_file}: {e}") from None
-        typer.echo(accuracy.render(summary, hw))
+            vf = vrun.run_suite(chosen, hw, spec, "rooflab " + " ".join(sys.argv[1:]), out,
+                                log=lambda m: typer.echo(m, err=True))
+        except vrun.ValidationFailed as e:
+            from rooflab.validate import records
+            typer.echo(accuracy.render(accuracy.evaluate(records.load(out), hw), hw))
+            raise RooflabError(f"{len(e.failures)} case(s) failed (the rest are in {out}): "
+                               + "; ".join(e.failures)) from None
+        typer.echo(accuracy.render(accuracy.evaluate(vf, hw), hw))
+        typer.echo(printable(f"wrote {out}"))
         if html:
-            _write_validation_html(html, accuracy.repredicted(vf, hw), force)
-        return
-    if dry_run:
-        from rooflab.validate import dryrun
-        dryrun.dry_run(chosen, hw, typer.echo)
-        return
-    if not gpu:
-        raise RooflabError("validate runs kernels only with --gpu (or use --dry-run, or --from FILE)")
-    from rooflab.validate import gpu as vgpu
-    vgpu.require("validate")
-    from rooflab.validate import run as vrun
-    out = Path(output or f"reports/validation/{vgpu.slug()}-{vgpu.today()}.json")
-    if out.exists() and not force:
-        raise RooflabError(f"{out} exists; pass --force to overwrite it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        vf = vrun.run_suite(chosen, hw, hardware, "rooflab " + " ".join(sys.argv[1:]), out,
-                            log=lambda m: typer.echo(m, err=True))
-    except vrun.ValidationFailed as e:
-        from rooflab.validate import records
-        typer.echo(accuracy.render(accuracy.evaluate(records.load(out), hw), hw))
-        raise RooflabError(f"{len(e.failures)} case(s) failed (the rest are in {out}): "
-                           + "; ".join(e.failures)) from None
-    typer.echo(accuracy.render(accuracy.evaluate(vf, hw), hw))
-    typer.echo(printable(f"wrote {out}"))
-    if html:
-        _write_validation_html(html, vf, force)
+            _write_validation_html(html, vf, force)
+
+    run()
+    if note:        # after the results: a run that fails says only why
+        typer.echo(printable(note), err=True)
 
 
-def _spec_for(hardware: str | None, from_file: str | None) -> str:
-    """The spec a validation prices on: `-H` where given, else the spec of the GPU that the
-    --from run names (its calibrated one where one ships), else h200. Says on stderr which spec
-    a --from run takes, and when `-H` names another GPU than the run's."""
+def _spec_for(hardware: str | None, from_file: str | None) -> tuple[str, str]:
+    """(the spec a validation prices on, a note for the user or ""): `-H` where given, else
+    the spec of the GPU that the --from run names (its calibrated one where one ships), else
+    h200. The note says which spec a --from run took, or that `-H` names another GPU than the
+    run's."""
     from rooflab.bundled import SPEC_DIR, datasheet_for_device
     from rooflab.validate.common import run_gpu
     gpu = run_gpu(from_file) if from_file else None
     name = datasheet_for_device(gpu) if gpu else None
     if hardware:
         if name and name not in {Path(h).stem for h in split_list(hardware)}:
-            typer.echo(printable(f"note: {from_file} was measured on {gpu}; -H {hardware} "
-                                 "prices another GPU"), err=True)
-        return hardware
+            return hardware, (f"note: {from_file} was measured on {gpu}; -H {hardware} prices "
+                              "another GPU")
+        return hardware, ""
     if not name:
-        return "h200"
+        return "h200", ""
     chosen = f"measured/{name}.yaml" if (SPEC_DIR / "measured" / f"{name}.yaml").exists() \
         else name
-    typer.echo(printable(f"note: priced on {chosen}, the spec of the run's GPU ({gpu}); "
-                         "-H picks another"), err=True)
-    return chosen
-
+    return chosen, f"note: priced on {chosen}, the spec of the run's GPU ({gpu}); -H picks another"
 
 def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, force,
                     inputs=(), sets=None) -> None:
