@@ -255,6 +255,10 @@ def test_inductor_kernel_counts_by_name():
              "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7"]
     # a split-K GEMM (its memset and reduction are parts of the one cuBLAS call) and SDPA
     assert tc.inductor_kernel_counts(names) == (1, 2)
+    # at decode sizes cuDNN's SDPA reduces over its split KV blocks in a second kernel, part of
+    # the one call (a compiled Llama-3.2-1B decode step: 16 of them, lab/compiled_steps)
+    decode = names + ["void cudnn::fusion::lean_reduction_kernel<false, false, false>(...)"]
+    assert tc.inductor_kernel_counts(decode) == (1, 2)
 
 
 def test_compiled_validation_errors_are_pinned(rows):

@@ -7,10 +7,13 @@ RUN_DIR holds run.sh's files: suite.json (the torch suite's host-bound compiled 
 by torch_compare.fit_compiled_host as `rooflab validate` does) and one <model>_b<batch>.json per
 step. Per step: Inductor's kernels (Triton, extern) measured against the `inductor` schedule's,
 and the eager, CUDA-graph, compiled and reduce-overhead times against unfused/eager,
-unfused/graph, inductor/compiled and inductor/graph, all on SPEC with the lease's host figures.
+unfused/graph, inductor/compiled and inductor/graph, on SPEC with the lease's host figures
+(torch.compile's and cudagraph trees' fitted on the suite's cases; for the eager step the
+spec's transformers host figures with the lease's dispatch costs).
 """
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rooflab import api
@@ -18,13 +21,21 @@ from rooflab.kernel_families import EXTERN_ROLES
 from rooflab.validate import torch_compare as tc
 
 
-def step_rows(run_dir: Path, hw) -> list[dict]:
+def step_rows(run_dir: Path, hw, spec_hw) -> list[dict]:
+    """Per measured step: Inductor's kernel counts and the four times against their
+    predictions on `hw`; the eager step on `spec_hw` (its transformers host figures) with the
+    dispatch costs the step's process measured, as rooflab.validate.steps compares Hugging
+    Face steps."""
     rows = []
     for path in sorted(run_dir.glob("*_b*.json")):
         m = json.loads(path.read_text())
         graph = api.load_workload(f"hf:{m['model']}", {"batch": m["batch"],
                                                        "context": m["context"]}, "decode")
-        p = {(s, l): api.predict_graph(graph, hw, s, l)
+        host = m["host"]            # measured in the step's own process
+        eager_hw = replace(spec_hw.with_eager_dispatch(host["tiny_op_dispatch_us"] * 1e-6),
+                           gemm_dispatch_s=host["mm_dispatch_us"] * 1e-6,
+                           view_dispatch_s=host["view_dispatch_us"] * 1e-6)
+        p = {(s, l): api.predict_graph(graph, eager_hw if l == "eager" else hw, s, l)
              for s, l in (("unfused", "eager"), ("unfused", "graph"),
                           ("inductor", "compiled"), ("inductor", "graph"))}
         ks = p["inductor", "compiled"].schedule.kernels
@@ -52,8 +63,13 @@ def main(run_dir: str, spec: str) -> None:
     print("lease host:", {k: doc["host"][k] for k in ("tiny_op_dispatch_us", "sync_us",
                                                        "compiled_call_us")})
     print("compiled fit (µs):", {k: round(v, 2) for k, v in fit.items()})
-    hw = tc.calibrated(api.load_hardware(spec), doc["host"], fit)
-    for r in step_rows(run, hw):
+    spec_hw = api.load_hardware(spec)
+    hw = tc.calibrated(spec_hw, doc["host"], fit)
+    trees = tc.fit_compiled_graph_call(doc, hw, tc.traced_cases(doc)[1])
+    print("cudagraph trees' call (µs):", trees and round(trees[0] * 1e6, 2), "on",
+          trees and trees[1], "cases")
+    hw = replace(hw, compiled_graph_call_s=trees[0] if trees else None)
+    for r in step_rows(run, hw, spec_hw):
         print(f"\n{r['step']}: Inductor kernels (triton, extern) measured {r['kernels']}, "
               f"predicted {r['kernels_predicted']}; dynamo graphs {r['graphs']}")
         for key in ("eager", "graph", "compiled", "reduce-overhead"):

@@ -136,10 +136,11 @@ def is_run_file(path: str | Path) -> bool:
 
 def inductor_kernel_counts(names: list[str]) -> tuple[int, int]:
     """(Triton kernels, extern library calls) among the kernel names of one compiled call. A
-    cuBLAS GEMM's memset and split-K reduction are parts of its one call, not calls."""
+    cuBLAS GEMM's memset and split-K reduction, and the reduction over split KV blocks that
+    cuDNN's SDPA runs after its attention kernel at decode sizes, are parts of one call."""
     triton = sum(n.startswith("triton_") for n in names)
     extern = sum(not n.startswith(("triton_", "Memset")) and "splitKreduce" not in n
-                 for n in names)
+                 and "lean_reduction_kernel" not in n for n in names)
     return triton, extern
 
 
