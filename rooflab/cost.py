@@ -512,22 +512,21 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     info = _Graphinfo(schedule.graph)
     cache: dict = {}
     priced = [price_kernel(info, k, hw, cache, kernels) for k in schedule.kernels]
-    if launch == "compiled":
-        host = compiled_host_times(schedule, hw)
-    elif kernels == "aten":
-        host = host_times(schedule, hw)
-    else:
-        host = [hw.eager_dispatch_s] * len(priced)
+    # cudagraph trees do not replay a step that writes an input: reduce-overhead runs it compiled
+    mode = "compiled" if launch == "reduce-overhead" and schedule.graph.written_inputs else launch
+    replayed = mode in ("graph", "reduce-overhead")
+    host = compiled_host_times(schedule, hw) if mode == "compiled" else \
+        host_times(schedule, hw) if kernels == "aten" else [hw.eager_dispatch_s] * len(priced)
     out: list[KernelCost] = []
     cpu_s = gpu_s = copy_s = 0.0
-    if launch == "graph":       # one cudaGraphLaunch from Python, after reduce_overhead_s's
-        trees_s, copy_s = reduce_overhead_s(schedule, hw)
+    if replayed:                # one cudaGraphLaunch from Python (and cudagraph trees' work)
+        trees_s, copy_s = reduce_overhead_s(schedule, hw) if mode != "graph" else (0.0, 0.0)
         gpu_s = cpu_s = hw.graph_replay_s + trees_s
-    elif launch == "compiled":
+    elif mode == "compiled":
         cpu_s = hw.compiled_call_host_s      # guards and the wrapper, before its first launch
     for kc, host_s in zip(priced, host):
         busy = kc.pop("time_s")
-        if launch != "graph":
+        if not replayed:
             cpu_s += host_s
             start = vmax(gpu_s, cpu_s)
             launch_s = (start - gpu_s) + floor_s(kc, hw) * kc["launches"]
@@ -536,12 +535,12 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
         time_s = busy + launch_s
         gpu_s += time_s
         out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s))
-    if launch == "graph":
+    if replayed:
         gpu_s = cpu_s + copy_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
     gpu_work_s = copy_s + sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
-                     + (graph_launch_s(p, hw) if launch == "graph" else floor_s(p, hw))
-                     * p["launches"] for p in priced)
+                              + (graph_launch_s(p, hw) if replayed else floor_s(p, hw))
+                              * p["launches"] for p in priced)
     totals = replace(_totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s), host_s=cpu_s,
                      gpu_s=gpu_work_s)
     notes = schedule.notes + _family_notes(out, hw) + launch_notes(schedule, launch, hw)

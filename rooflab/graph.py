@@ -84,9 +84,10 @@ class Graph:
     notes: tuple[str, ...] = ()         # what its source says about it (a trace's opaque ops)
     # a traced forward's inputs (not parameters or buffers) that it writes in place
     written_inputs: frozenset[str] = frozenset()
-    # a traced forward's tensor arguments (not parameters, buffers or a static KV cache): what
-    # torch.compile's reduce-overhead copies into its CUDA graph's static buffers each call;
-    # empty where the source does not say (a workload YAML)
+    # a traced forward's top-level tensor arguments (not parameters, buffers or a static KV
+    # cache; tensors nested in a list or dict argument are not counted): what torch.compile's
+    # reduce-overhead copies into its CUDA graph's static buffers each call; empty where the
+    # source does not say (a workload YAML)
     call_inputs: frozenset[str] = frozenset()
 
     def with_notes(self, notes: tuple[str, ...]) -> "Graph":

@@ -8,12 +8,13 @@ tiny kernels replayed back to back, so it includes the GPU-side start). `compile
 torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then the wrapper
 launches each Triton kernel (compiled_launch_host_s) or calls an extern one through ATen (a
 cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`.
-Inductor's kernels are priced by the schedule (`inductor` reproduces its default fusion);
-`inductor` with `graph` is torch.compile's reduce-overhead mode: the replay, cudagraph trees'
-own call (compiled_graph_call_host_s) and the copy of the call's inputs that are not
-parameters, buffers or a static KV cache into the graph's static buffers (reduce_overhead_s).
-Cudagraph trees do not replay a graph that writes one of its inputs in place: reduce-overhead
-runs it as `compiled`, and a prediction of it says so (launch_notes).
+Inductor's kernels are priced by the schedule (`inductor` reproduces its default fusion).
+`reduce-overhead` is torch.compile's mode of that name: the schedule replayed as in `graph`
+(with `-s inductor`, Inductor's kernels in a CUDA graph), after cudagraph trees' own host work
+per call (compiled_graph_call_host_s) and the copy of the call's inputs that are not parameters,
+buffers or a static KV cache into the graph's static buffers (reduce_overhead_s). Cudagraph
+trees do not replay a graph that writes one of its inputs in place: reduce-overhead runs it as
+`compiled`, which is what is priced, and the notes say so (launch_notes).
 
 Here: the GPU-side seconds a kernel adds per launch (floor_s, graph_launch_s) and the host
 seconds before each kernel (host_times for eager PyTorch, compiled_host_times for
@@ -23,11 +24,11 @@ torch.compile's wrapper). rooflab.cost.predict runs the CPU and GPU timelines wi
 from __future__ import annotations
 
 from rooflab.hardware import COMPILED_GRAPH_CALL_PER_DISPATCH, Hardware
-from rooflab.kernel_families import EXTERN_ROLES, foreach_copy_kind
+from rooflab.kernel_families import EXTERN_ROLES, foreach_copy_kind, foreach_copy_launches
 from rooflab.ops import KINDS, Role
 from rooflab.schedule import Schedule
 
-LAUNCH_MODES = ("eager", "graph", "compiled")
+LAUNCH_MODES = ("eager", "graph", "compiled", "reduce-overhead")
 
 
 def floor_s(kc: dict, hw: Hardware) -> float:
@@ -96,46 +97,55 @@ def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
 
 
 def reduce_overhead_s(schedule: Schedule, hw: Hardware) -> tuple[float, float]:
-    """(host s, GPU s) that torch.compile(mode="reduce-overhead") adds to the replay of an
-    `inductor` schedule's CUDA graph: cudagraph trees' own call, and the copy of the call's
-    inputs (graph.call_inputs) into the graph's static buffers by one torch._foreach_copy_:
-    where they share a dtype, one dispatch and ATen's multi_tensor_apply copy (the
-    `foreach_copy` family's curve), else a copy_ each (a dispatch and the elementwise curve).
-    (0, 0) for any other schedule, and for a graph that writes an input in place (cudagraph
-    trees do not replay it)."""
+    """(host s, GPU s) that torch.compile(mode="reduce-overhead") adds to the replay of a
+    schedule's CUDA graph: cudagraph trees' own call, and the copy of the call's inputs
+    (graph.call_inputs) into the graph's static buffers by one torch._foreach_copy_: where they
+    share a dtype, one dispatch and ATen's multi_tensor_apply copy (the `foreach_copy` family's
+    curve), else a copy_ each (a dispatch and the elementwise curve). A copy kernel priced
+    without a measured curve takes min_kernel_s on top of its transfer."""
     g = schedule.graph
-    if schedule.policy.name != "inductor" or g.written_inputs:
-        return 0.0, 0.0
-    inputs = [g.tensors[t] for t in sorted(g.call_inputs)]
+    inputs = [g.tensors[t] for t in sorted(g.call_inputs) if t in g.tensors]
     host_s = hw.compiled_graph_call_host_s
-    if inputs and foreach_copy_kind([t.dtype for t in inputs]) == "foreach_copy":
-        moved = 2 * sum(t.nbytes for t in inputs)
-        return (host_s + hw.eager_call_s_by_kind.get("foreach_copy", hw.eager_dispatch_s),
-                moved / hw.hbm_rate_for(moved, "foreach_copy"))
-    return (host_s + len(inputs) * hw.eager_dispatch_s,
-            sum(2 * t.nbytes / hw.hbm_rate_for(2 * t.nbytes, "elementwise") for t in inputs))
+    if not inputs:
+        return host_s, 0.0
+    if foreach_copy_kind([t.dtype for t in inputs]) == "foreach_copy":
+        copies = [("foreach_copy", 2 * sum(t.nbytes for t in inputs),
+                   foreach_copy_launches(sum(t.numel for t in inputs)))]
+        host_s += hw.eager_call_s_by_kind.get("foreach_copy", hw.eager_dispatch_s)
+    else:
+        copies = [("elementwise", 2 * t.nbytes, 1) for t in inputs]
+        host_s += len(inputs) * hw.eager_dispatch_s
+    return host_s, sum(moved / hw.hbm_rate_for(moved, family)
+                       + (0.0 if family in hw.family_curves else hw.min_kernel_s * launches)
+                       for family, moved, launches in copies)
 
 
 def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ...]:
     """Notes on what prices the launch mode: which default prices torch.compile's host side
-    when the spec has none; what reduce-overhead (`inductor` + `graph`) adds to the replay, or
-    that it would not replay an `inductor` graph that writes its inputs in place."""
+    when the spec has none; what reduce-overhead adds to the replay, or that it does not replay
+    a graph that writes its inputs in place; that it runs Inductor's kernels."""
     written = sorted(schedule.graph.written_inputs)
-    if launch == "graph" and schedule.policy.name == "inductor" and written:
+    if launch == "reduce-overhead" and written:
         inputs = "input " if len(written) == 1 else "inputs "
         return (f"the step writes its {inputs}{', '.join(written)} in place: torch.compile's "
                 "reduce-overhead skips CUDA graphs for it (cudagraph trees replay no graph that "
-                "mutates a non-static input) and runs it as `--launch compiled`",)
-    if launch == "graph" and schedule.policy.name == "inductor":
-        inputs = ", ".join(sorted(schedule.graph.call_inputs))
+                "mutates a non-static input) and runs it as `--launch compiled`, as priced",)
+    if launch == "reduce-overhead":
+        host_s, gpu_s = reduce_overhead_s(schedule, hw)
+        trees_s = hw.compiled_graph_call_host_s
         default = "" if hw.compiled_graph_call_s is not None else (
-            f" ({hw.name}: no measured compiled_graph_call_us; "
+            f" ({hw.name} has no measured compiled_graph_call_us: "
             f"{COMPILED_GRAPH_CALL_PER_DISPATCH:g} tiny-op dispatches)")
-        copy = (f" and the copy of {inputs} into static buffers are in the time" if inputs else
-                " is in the time; the workload does not say which inputs a call passes (not "
-                "weights), so no copy into static buffers is priced")
-        return (f"inductor + graph is torch.compile's reduce-overhead: cudagraph trees' call "
-                f"{hw.compiled_graph_call_host_s * 1e6:.0f} us{default}{copy}",)
+        inputs = ", ".join(t for t in sorted(schedule.graph.call_inputs)
+                           if t in schedule.graph.tensors)
+        copy = (f"; copying {inputs} into the graph's static inputs: "
+                f"+{(host_s - trees_s) * 1e6:.1f} us host, +{gpu_s * 1e6:.1f} us GPU" if inputs
+                else "; a workload YAML does not mark which inputs a call passes, so no input "
+                     "copy is priced")
+        kernels = "" if schedule.policy.name == "inductor" else \
+            " (torch.compile runs Inductor's kernels: `-s inductor` prices those)"
+        return (f"reduce-overhead (torch.compile): +{trees_s * 1e6:.0f} us host per call for "
+                f"cudagraph trees{default}{copy}{kernels}",)
     if launch != "compiled" or hw.compiled_call_s is not None:
         return ()
     return (f"{hw.name}: no measured compiled_call_us; a compiled call's host time is taken as "

@@ -3,7 +3,8 @@
 A request of `input` prompt tokens that generates `output` tokens runs one prefill (the whole
 batch's prompts at once; it also yields the first output token) and then `output - 1` decode
 steps. Each decode step is priced at its own context: step i (1 <= i < output) attends over the
-input + i tokens the cache then holds (`kv="growing"`, as paged-attention serving engines run).
+input + i tokens the cache then holds (`kv="growing"`, as paged-attention serving engines run;
+a generation of more than MAX_DECODE_CONTEXTS steps is priced at that many, spread evenly).
 `kv="static"` prices every step at input + output, as a transformers static cache of that length
 does (its attention spans the whole cache at every step). Then, per configuration:
     ttft_s     = prefill(batch, seq=input)
@@ -190,7 +191,9 @@ def serve(source: str | Steps, gpus: list[str | Hardware], batches: list[int],
                     batch=tops[n_in, n_out]) for hw, _, tops in fit for n_in, n_out in pairs]
     cols = {c: np.concatenate([p[c] for p in parts]) for c in COLUMNS}
     meta = dict(model=steps.name, schedule=schedule, launch=",".join(launches), kv=kv,
-                method="every decode step priced at its own context" if kv == "growing"
+                method=(f"every decode step priced at its own context (a generation longer "
+                        f"than {MAX_DECODE_CONTEXTS} steps: {MAX_DECODE_CONTEXTS} of them, "
+                        "spread evenly)") if kv == "growing"
                 else "every decode step priced at input + output (a static cache)",
                 chunk=chunk, tp=tp, ep=ep, dp=dp, sp=bool(sp),
                 largest_batch=largest, notes=list(steps.notes))

@@ -336,7 +336,7 @@ def test_a_run_priced_on_another_gpus_spec_says_so():
     r = runner.invoke(app, ["validate", "--from", str(runs / "h100-sxm-2026-12-07.json"),
                             "-H", "measured/h200.yaml"])
     assert r.exit_code == 0 and "was measured on NVIDIA H100 80GB HBM3; -H measured/h200.yaml " \
-        "prices another GPU" in r.stderr
+        "is another GPU's spec (h200)" in r.stderr
     r = runner.invoke(app, ["validate", "--from", str(runs / "h200-2026-12-04.json")])
     assert r.exit_code == 0 and "note: priced on measured/h200.yaml, the spec of the run's GPU " \
         "(NVIDIA H200)" in r.stderr and "PASS" in r.stdout

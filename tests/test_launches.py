@@ -84,19 +84,20 @@ def test_a_datasheet_spec_points_to_the_calibrated_one_that_ships():
     assert any("copy bandwidth (`rooflab calibrate --gpu` measures them)" in n for n in notes)
 
 
-def test_reduce_overhead_of_a_step_that_writes_its_input_is_noted(tmp_path):
+def test_reduce_overhead_of_a_step_that_writes_its_input_is_priced_compiled(tmp_path):
     """A graph whose forward writes one of its inputs (a KV cache passed in) is not replayed by
-    torch.compile's reduce-overhead: `inductor` with `graph` says so; other pairs do not."""
+    torch.compile's reduce-overhead: it runs, and is priced, as `compiled`, and says so."""
     from dataclasses import replace
     g = replace(_load(tmp_path), written_inputs=frozenset({"x"}))
     hw = api.load_hardware("h200")
-    note = next(n for n in api.predict_graph(g, hw, "inductor", "graph").notes
-                if "in place" in n)
+    ro = api.predict_graph(g, hw, "inductor", "reduce-overhead")
+    note = next(n for n in ro.notes if "in place" in n)
     assert note.startswith("the step writes its input x in place")
-    for schedule, launch in (("inductor", "compiled"), ("unfused", "graph")):
+    assert ro.totals.time_s == api.predict_graph(g, hw, "inductor", "compiled").totals.time_s
+    for schedule, launch in (("inductor", "compiled"), ("inductor", "graph")):
         assert not any("in place" in n for n in api.predict_graph(g, hw, schedule, launch).notes)
     assert not any("in place" in n for n in
-                   api.predict_graph(_load(tmp_path), hw, "inductor", "graph").notes)
+                   api.predict_graph(_load(tmp_path), hw, "inductor", "reduce-overhead").notes)
 
 
 BIG = """
@@ -115,59 +116,68 @@ def _plain_hw(**kw):
     # copy bandwidth 4 TB/s for every size, no family curves: the copies are worked by hand
     from dataclasses import replace
     return replace(api.load_hardware("h200"), hbm_bytes_per_s=4e12, hbm_efficiency=1.0,
-                   hbm_curve=(), family_curves={}, eager_dispatch_s=5e-6,
+                   hbm_curve=(), family_curves={}, eager_dispatch_s=5e-6, min_kernel_s=3e-6,
                    eager_call_s_by_kind={"foreach_copy": 12e-6}, compiled_graph_call_s=50e-6,
                    graph_replay_call_s=2e-6, **kw)
 
 
 def test_reduce_overhead_prices_trees_call_and_the_input_copy_by_hand(tmp_path):
-    """`inductor` + `graph`: cudagraph trees' call, then the call's inputs copied into static
-    buffers (one foreach copy where they share a dtype, else a copy_ each), then the replay."""
+    """`reduce-overhead`: cudagraph trees' call, then the call's inputs copied into static
+    buffers (one foreach copy where they share a dtype, else a copy_ each), then the replay.
+    The copy kernels take min_kernel_s on top (no family curve prices them here)."""
     from dataclasses import replace
     from rooflab.launch import reduce_overhead_s
     g = _load(tmp_path, BIG)
     hw = _plain_hw()
     sched = api.predict_graph(replace(g, call_inputs=frozenset({"x"})), hw, "inductor",
-                              "graph").schedule
-    # x: 16384 x 8192 bf16 = 268,435,456 B, read and written: 536,870,912 B at 4e12 B/s
+                              "reduce-overhead").schedule
+    # x: 16384 x 8192 bf16 = 268,435,456 B, read and written: 536,870,912 B at 4e12 B/s;
+    # 2,048 chunks of 64 Ki elements, 320 a launch: 7 launches of min_kernel_s (3 us here)
     host_s, gpu_s = reduce_overhead_s(sched, hw)
     assert host_s == pytest.approx(50e-6 + 12e-6)            # trees' call + one foreach dispatch
-    assert gpu_s == pytest.approx(134.217728e-6)
+    assert gpu_s == pytest.approx(134.217728e-6 + 7 * 3e-6)
     # two dtypes: a copy_ each, a dispatch each; ids (int64) are 1,073,741,824 B
     both = api.predict_graph(replace(g, call_inputs=frozenset({"x", "ids"})), hw, "inductor",
-                             "graph")
+                             "reduce-overhead")
     host_s, gpu_s = reduce_overhead_s(both.schedule, hw)
     assert host_s == pytest.approx(50e-6 + 2 * 5e-6)
-    assert gpu_s == pytest.approx(134.217728e-6 + 536.870912e-6)
-    # in the prediction: the host's part before the replay, the copy before the kernels
-    bare = api.predict_graph(replace(g, call_inputs=frozenset({"x", "ids"})),
-                             replace(hw, compiled_graph_call_s=0.0), "inductor", "graph")
-    assert both.totals.host_s - bare.totals.host_s == pytest.approx(50e-6)
-    assert both.totals.time_s - bare.totals.time_s == pytest.approx(50e-6)
-    assert bare.totals.time_s - sum(k.time_s for k in bare.kernels) == pytest.approx(
-        2e-6 + 10e-6 + 671.08864e-6)
-    assert any("reduce-overhead: cudagraph trees' call 50 us and the copy of ids, x" in n
-               for n in both.notes)
+    assert gpu_s == pytest.approx(134.217728e-6 + 536.870912e-6 + 2 * 3e-6)
+    # in the prediction: the host's part before the replay, the copy before the kernels; a
+    # plain `graph` replay has neither
+    plain = api.predict_graph(replace(g, call_inputs=frozenset({"x", "ids"})), hw, "inductor",
+                              "graph")
+    assert both.totals.host_s - plain.totals.host_s == pytest.approx(60e-6)
+    assert both.totals.time_s - plain.totals.time_s == pytest.approx(60e-6 + 677.08864e-6)
+    assert any(n.startswith("reduce-overhead (torch.compile): +50 us host per call for "
+                            "cudagraph trees; copying ids, x into the graph's static inputs: "
+                            "+10.0 us host, +677.1 us GPU") for n in both.notes)
+    assert not any("reduce-overhead" in n for n in plain.notes)
 
 
-def test_reduce_overhead_adds_nothing_elsewhere(tmp_path):
-    """Only `inductor` is torch.compile's schedule; a graph that writes an input in place is not
-    replayed by cudagraph trees; a YAML workload names no call inputs: trees' call only."""
+def test_reduce_overhead_is_its_own_launch_mode(tmp_path):
+    """`graph` is a plain replay for every schedule (Inductor's kernels captured as vLLM runs
+    them); `reduce-overhead` adds cudagraph trees' call for any schedule, says that torch.compile
+    runs Inductor's kernels when the schedule is another, and copies no inputs of a YAML
+    workload, which does not mark them."""
     from dataclasses import replace
     from rooflab.launch import reduce_overhead_s
-    g = replace(_load(tmp_path, BIG), call_inputs=frozenset({"x"}))
+    g = replace(_load(tmp_path, BIG), call_inputs=frozenset({"x", "gone"}))
     hw = _plain_hw()
-    for schedule in ("unfused", "fused"):
-        assert reduce_overhead_s(api.predict_graph(g, hw, schedule, "graph").schedule,
-                                 hw) == (0.0, 0.0)
-    written = replace(g, written_inputs=frozenset({"x"}))
-    assert reduce_overhead_s(api.predict_graph(written, hw, "inductor", "graph").schedule,
-                             hw) == (0.0, 0.0)
-    plain = api.predict_graph(_load(tmp_path, BIG), hw, "inductor", "graph")
+    for schedule in ("unfused", "fused", "inductor"):
+        assert not any("reduce-overhead" in n
+                       for n in api.predict_graph(g, hw, schedule, "graph").notes)
+    unfused = api.predict_graph(g, hw, "unfused", "reduce-overhead")
+    assert any("`-s inductor` prices those" in n for n in unfused.notes)
+    # a name the graph does not hold (a pipeline stage's) is no input of this step
+    assert reduce_overhead_s(unfused.schedule, hw) == pytest.approx((62e-6, 134.217728e-6
+                                                                       + 7 * 3e-6))
+    plain = api.predict_graph(_load(tmp_path, BIG), hw, "inductor", "reduce-overhead")
     assert reduce_overhead_s(plain.schedule, hw) == pytest.approx((50e-6, 0.0))
-    assert any("no copy into static buffers is priced" in n for n in plain.notes)
-    # a spec without the figure: ten tiny-op dispatches, and the note says so
-    default = replace(hw, compiled_graph_call_s=None)
-    assert default.compiled_graph_call_host_s == pytest.approx(50e-6)
+    assert any("a workload YAML does not mark which inputs a call passes" in n
+               for n in plain.notes)
+    # a spec without the figure: ten tiny-op dispatches (4 us each here), and the note says so
+    default = replace(hw, compiled_graph_call_s=None, eager_dispatch_s=4e-6)
+    assert default.compiled_graph_call_host_s == pytest.approx(40e-6)
     assert any("no measured compiled_graph_call_us" in n for n in
-               api.predict_graph(_load(tmp_path, BIG), default, "inductor", "graph").notes)
+               api.predict_graph(_load(tmp_path, BIG), default, "inductor",
+                                 "reduce-overhead").notes)

@@ -107,6 +107,8 @@ def test_pipeline_stages_by_hand():
     layers = [{int(n.split("layers.")[1].split(".")[0]) for n in (o.name for o in s.ops)
                if "layers." in n} for s in st]
     assert layers == [set(range(4 * i, 4 * i + 4)) for i in range(4)]
+    # what each stage's call is passed (what reduce-overhead copies): the ids, then the stream
+    assert [s.call_inputs for s in st] == [{"input_ids"}] + [{r[0].outputs[0]} for r in recv[1:]]
     assert sum(o.name.startswith("lm_head") for o in st[3].ops) > 0
     assert not any(o.name.startswith("lm_head") for s in st[:3] for o in s.ops)
     # 3 stages of 16 layers do not exist

@@ -364,7 +364,7 @@ def test_calibrate_from_rebuilds_the_shipped_spec(tmp_path, monkeypatch):
     assert out.read_text() == SPEC.read_text()
     # the calibration's own torch run (a slow host state: a one-kernel compiled call took
     # 110 us) gives every torch.compile host figure, cudagraph trees' call among them
-    assert api.load_hardware(str(out)).compiled_graph_call_s == pytest.approx(141.42e-6,
+    assert api.load_hardware(str(out)).compiled_graph_call_s == pytest.approx(151.66e-6,
                                                                              abs=1e-8)
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
@@ -491,7 +491,7 @@ def test_reduce_overhead_prices_the_input_copies(hw):
     assert emb.compiled_graph_error == pytest.approx(-0.051, abs=0.005)
     val = [r for r in rows if r.split == "validation"]
     assert sum(r.compiled_graph_us_predicted is not None for r in val) == 25
-    assert tc.summary(val)["compiled_graph_median"] == pytest.approx(0.162, abs=0.005)
+    assert tc.summary(val)["compiled_graph_median"] == pytest.approx(0.122, abs=0.005)
     # a validation-only run cannot fit cudagraph trees' own call: no comparison
     fresh = tc.compare(tc.load(ROOT / "reports" / "validation" / "torch" /
                                "h200-2026-12-04-fresh.json"), hw)
@@ -520,7 +520,8 @@ def test_reduce_overhead_copies_its_inputs_with_one_foreach_copy():
             {"name": "c", "kind": "cast", "dtype": "bf16", "inputs": ["ids"],
              "outputs": ["t"]}]})
         g = replace(g, call_inputs=frozenset({"x", "y"} if ids_dtype == "bf16" else {"x", "ids"}))
-        return reduce_overhead_s(api.predict_graph(g, base, "inductor", "graph").schedule, base)
+        return reduce_overhead_s(api.predict_graph(g, base, "inductor", "reduce-overhead")
+                                 .schedule, base)
     host, gpu = parts("bf16")
     # x and y, 64 MiB each, read and written: 268.4 MB at 2.4 TB/s = 111.85 us
     assert host == pytest.approx(20e-6 + 9e-6)
@@ -564,7 +565,8 @@ def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     # 7.6 us there); its calibration split gave the shipped spec's GPU-side torch figures, its
     # validation split is checked here. On this lease the per-kernel median and p90 (8 and
     # 20 %), eager, graph, the eager->graph and eager->compiled speedups (10 %) meet their
-    # targets; the compiled call (10 %) misses by a hair (10.4 %), reduce-overhead by 12.8 %
+    # targets, and so does reduce-overhead (9.5 %); the compiled call (10 %) misses by a hair
+    # (10.4 %)
     doc = tc.load(RUN_R9)
     val = [r for r in tc.compare(doc, hw) if r.split == "validation"]
     s = tc.summary(val)
@@ -576,7 +578,7 @@ def test_the_shipped_specs_own_torch_run_is_pinned(hw):
     assert s["speedup_median"] == pytest.approx(0.055, abs=0.005)
     assert s["compiled_median"] == pytest.approx(0.104, abs=0.005)
     assert s["compiled_speedup_median"] == pytest.approx(0.098, abs=0.005)
-    assert s["compiled_graph_median"] == pytest.approx(0.128, abs=0.005)
+    assert s["compiled_graph_median"] == pytest.approx(0.095, abs=0.005)
 
 
 def test_eager_call_fit_by_hand():
@@ -686,7 +688,7 @@ def test_a_seventh_h100_lease_with_grouped_expert_gemms_is_pinned():
     s = tc.summary([r for r in rows if r.split == "validation"])
     _assert_pinned(s, cases=126, kernel_median=0.043, kernel_p90=0.182, eager_median=0.058,
                    graph_median=0.071, speedup_median=0.040, compiled_median=0.072,
-                   compiled_speedup_median=0.111, compiled_graph_median=0.129)
+                   compiled_speedup_median=0.111, compiled_graph_median=0.087)
     assert s["inductor_count_match"] == pytest.approx(1.0)
     grouped = tc.summary([r for r in rows if r.split == "validation"
                           and r.family == "grouped_mm"])
@@ -782,7 +784,7 @@ def test_a_second_h100_lease_with_seven_compiled_windows_is_pinned():
     s = tc.summary([r for r in tc.compare(doc, hw) if r.split == "validation"])
     _assert_pinned(s, cases=116, kernel_median=0.046, kernel_p90=0.208, eager_median=0.053,
                    graph_median=0.048, speedup_median=0.035, compiled_median=0.053,
-                   compiled_speedup_median=0.045, compiled_graph_median=0.089)
+                   compiled_speedup_median=0.045, compiled_graph_median=0.075)
     assert s["inductor_count_match"] == pytest.approx(1.0)
 
 
@@ -814,7 +816,7 @@ def test_a_third_h100_lease_with_compiled_split_reductions_is_pinned():
     s = tc.summary([r for r in rows if r.split == "validation"])
     _assert_pinned(s, cases=116, kernel_median=0.038, kernel_p90=0.186, eager_median=0.041,
                    graph_median=0.066, speedup_median=0.024, compiled_median=0.028,
-                   compiled_speedup_median=0.036, compiled_graph_median=0.067)
+                   compiled_speedup_median=0.036, compiled_graph_median=0.073)
     assert s["inductor_count_match"] == pytest.approx(1.0)
 
 
@@ -828,7 +830,7 @@ def test_a_fourth_h100_lease_after_the_shape_study_is_pinned():
     s = tc.summary([r for r in rows if r.split == "validation"])
     _assert_pinned(s, cases=116, kernel_median=0.035, kernel_p90=0.174, eager_median=0.054,
                    graph_median=0.064, speedup_median=0.042, compiled_median=0.067,
-                   compiled_speedup_median=0.099, compiled_graph_median=0.066)
+                   compiled_speedup_median=0.099, compiled_graph_median=0.058)
     assert s["inductor_count_match"] == pytest.approx(1.0)
     by_id = {r.id: r for r in rows}
     for case, error in (("softmax_4096x6144_bf16", 0.040), ("softmax_128x128256_bf16", 0.003),
@@ -846,7 +848,7 @@ def test_a_fifth_h100_lease_at_39cd95b_is_pinned():
     s = tc.summary([r for r in rows if r.split == "validation"])
     _assert_pinned(s, cases=116, kernel_median=0.039, kernel_p90=0.169, eager_median=0.071,
                    graph_median=0.063, speedup_median=0.053, compiled_median=0.030,
-                   compiled_speedup_median=0.042, compiled_graph_median=0.084)
+                   compiled_speedup_median=0.042, compiled_graph_median=0.079)
     assert s["inductor_count_match"] == pytest.approx(1.0)
 
 
@@ -861,7 +863,7 @@ def test_a_sixth_h100_lease_at_9e93ea9_is_pinned():
     s = tc.summary([r for r in rows if r.split == "validation"])
     _assert_pinned(s, cases=116, kernel_median=0.042, kernel_p90=0.180, eager_median=0.055,
                    graph_median=0.062, speedup_median=0.057, compiled_median=0.039,
-                   compiled_speedup_median=0.092, compiled_graph_median=0.058)
+                   compiled_speedup_median=0.092, compiled_graph_median=0.050)
     assert s["inductor_count_match"] == pytest.approx(1.0)
 
 

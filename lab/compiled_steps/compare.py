@@ -7,7 +7,7 @@ RUN_DIR holds run.sh's files: suite.json (the torch suite's host-bound compiled 
 by torch_compare.fit_compiled_host as `rooflab validate` does) and one <model>_b<batch>.json per
 step. Per step: Inductor's kernels (Triton, extern) measured against the `inductor` schedule's,
 and the eager, CUDA-graph, compiled and reduce-overhead times against unfused/eager,
-unfused/graph, inductor/compiled and inductor/graph, on SPEC with the lease's host figures
+unfused/graph, inductor/compiled and inductor/reduce-overhead, on SPEC with the lease's host figures
 (torch.compile's and cudagraph trees' fitted on the suite's cases; for the eager step the
 spec's transformers host figures with the lease's dispatch costs).
 """
@@ -37,7 +37,7 @@ def step_rows(run_dir: Path, hw, spec_hw) -> list[dict]:
                            view_dispatch_s=host["view_dispatch_us"] * 1e-6)
         p = {(s, l): api.predict_graph(graph, eager_hw if l == "eager" else hw, s, l)
              for s, l in (("unfused", "eager"), ("unfused", "graph"),
-                          ("inductor", "compiled"), ("inductor", "graph"))}
+                          ("inductor", "compiled"), ("inductor", "reduce-overhead"))}
         ks = p["inductor", "compiled"].schedule.kernels
         row = {"step": f"{m['model']} b{m['batch']} ctx{m['context']}",
                "kernels": tc.inductor_kernel_counts(m.get("default", {}).get("kernels", [])),
@@ -48,7 +48,7 @@ def step_rows(run_dir: Path, hw, spec_hw) -> list[dict]:
                                   "graph": ("graph", p["unfused", "graph"]),
                                   "compiled": ("default", p["inductor", "compiled"]),
                                   "reduce-overhead": ("reduce-overhead",
-                                                      p["inductor", "graph"])}.items():
+                                                      p["inductor", "reduce-overhead"])}.items():
             measured = (m.get(mode) or {}).get("min_us")
             row[key] = (measured, pred.totals.time_s * 1e6,
                         pred.totals.host_s * 1e6, pred.totals.gpu_s * 1e6)

@@ -30,7 +30,7 @@ def serve_cmd(
     input_tokens: Annotated[str, typer.Option("--input", help="Prompt lengths (tokens): " + _SIZES_HELP + ".")] = "2048",
     output_tokens: Annotated[str, typer.Option("--output", help="Generated tokens per request: " + _SIZES_HELP + ".")] = "256",
     schedule: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policy of both phases.")] = "fused",
-    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode of both phases: eager, graph or compiled.")] = "graph",
+    launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode of both phases: eager, graph, compiled or reduce-overhead.")] = "graph",
     kv: Annotated[str, typer.Option("--kv", help="growing: each decode step attends over the tokens cached so far; static: over input+output (a static cache).")] = "growing",
     prefill: Annotated[Optional[str], typer.Option("--prefill", help="A prefill workload YAML (batch, seq) when MODEL's YAML has no seq.")] = None,
     chunk: Annotated[Optional[int], typer.Option("--chunk", help="Chunked prefill: this many prompt tokens per step, each against the cache so far.")] = None,

@@ -4,7 +4,7 @@ runs re-checked)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 
@@ -53,8 +53,9 @@ def validate(
     if from_file and cases:
         raise RooflabError("--cases picks the cases to run on the GPU; --from re-checks the "
                            "whole run")
-    spec, note = _spec_for(hardware, from_file)
+    spec, note_for = _spec_for(hardware, from_file)
     hw = api.load_hardware(one_gpu(spec, "validate"))
+    note = note_for(hw)
 
     def run() -> None:
         from rooflab.validate import torch_compare, tp_compare
@@ -73,15 +74,16 @@ def validate(
                 doc = to_yaml.document(graph)
             else:
                 doc = wl.load_yaml_data(workload)
-            chosen = [suite.Case(graph.name, {**doc, "params": {**doc.get("params", {}), **graph.params}},
-                                 "workload")]
+            params = {**doc.get("params", {}), **graph.params}
+            chosen = [suite.Case(graph.name, {**doc, "params": params}, "workload")]
         else:
             # case names hold commas themselves ("add_rmsnorm/T=64,D=4096"): a text naming whole
             # cases is taken as it is, anything else as comma-separated parts
             everything = suite.builtin()
             whole = [c for c in everything if cases and cases in c.name]
             wanted = split_list(cases) if cases else []
-            chosen = whole or [c for c in everything if not wanted or any(w in c.name for w in wanted)]
+            chosen = whole or [c for c in everything
+                               if not wanted or any(w in c.name for w in wanted)]
             if not chosen:
                 raise RooflabError(f"--cases {cases}: no suite case matches")
         from rooflab.validate import serving as serving_runs
@@ -109,7 +111,8 @@ def validate(
             dryrun.dry_run(chosen, hw, typer.echo)
             return
         if not gpu:
-            raise RooflabError("validate runs kernels only with --gpu (or use --dry-run, or --from FILE)")
+            raise RooflabError("validate runs kernels only with --gpu (or use --dry-run, or "
+                               "--from FILE)")
         from rooflab.validate import gpu as vgpu
         vgpu.require("validate")
         from rooflab.validate import run as vrun
@@ -135,25 +138,30 @@ def validate(
         typer.echo(printable(note), err=True)
 
 
-def _spec_for(hardware: str | None, from_file: str | None) -> tuple[str, str]:
-    """(the spec a validation prices on, a note for the user or ""): `-H` where given, else
-    the spec of the GPU that the --from run names (its calibrated one where one ships), else
-    h200. The note says which spec a --from run took, or that `-H` names another GPU than the
-    run's."""
+def _spec_for(hardware: str | None, from_file: str | None) -> tuple[str, Callable]:
+    """(the spec a validation prices on, a function of the loaded spec giving a note for the
+    user or ""): `-H` where given, else the spec of the GPU that the --from run names (its
+    calibrated one where one ships), else h200. The note says which spec a --from run took, or
+    that the spec `-H` names is another GPU's than the run's."""
     from rooflab.bundled import SPEC_DIR, datasheet_for_device
     from rooflab.validate.common import run_gpu
     gpu = run_gpu(from_file) if from_file else None
     name = datasheet_for_device(gpu) if gpu else None
-    if hardware:
-        if name and name not in {Path(h).stem for h in split_list(hardware)}:
-            return hardware, (f"note: {from_file} was measured on {gpu}; -H {hardware} prices "
-                              "another GPU")
-        return hardware, ""
+    if hardware is not None:
+        return hardware, lambda hw: (
+            f"note: {from_file} was measured on {gpu}; -H {hardware} is another GPU's spec "
+            f"({hw.name})"
+            if name and hw.name != name else "")
+    if gpu and not name:
+        return "h200", lambda hw: (f"note: no bundled spec is the run's GPU ({gpu}); priced on "
+                                   "h200, -H picks another")
     if not name:
-        return "h200", ""
+        return "h200", lambda hw: ""
     chosen = f"measured/{name}.yaml" if (SPEC_DIR / "measured" / f"{name}.yaml").exists() \
         else name
-    return chosen, f"note: priced on {chosen}, the spec of the run's GPU ({gpu}); -H picks another"
+    return chosen, lambda hw: (f"note: priced on {chosen}, the spec of the run's GPU ({gpu}); "
+                               "-H picks another")
+
 
 def _validate_torch(hw, workload, gpu: bool, from_file, output, cases, split, force,
                     inputs=(), sets=None) -> None:

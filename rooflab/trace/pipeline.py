@@ -68,9 +68,12 @@ def stages(graph: Graph, pp: int, across_nodes: tuple[bool, ...] | None = None) 
         made = {t for op in ops for t in op.outputs}
         later = {t for i, st in enumerate(stage_of) if st > s for t in graph.ops[i].inputs}
         outputs = frozenset(t for t in made if t in graph.outputs or t in later)
+        # what the stage's call is passed: the step's own inputs it reads, what it receives
+        received = {op.outputs[0] for op in ops if op.kind == "send_recv"}
         out.append(replace(graph, name=f"{graph.name}.stage{s}", tensors=tensors,
                            ops=tuple(ops), outputs=outputs or frozenset([ops[-1].outputs[0]]),
-                           description=graph.description + f"; pipeline stage {s} of {pp}"))
+                           description=graph.description + f"; pipeline stage {s} of {pp}",
+                           call_inputs=frozenset(graph.call_inputs & tensors.keys()) | received))
     return out
 
 

@@ -352,11 +352,11 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
 
 def reduce_overhead_parts(graph, hw: Hardware) -> tuple[float, float]:
     """(host s, GPU s) of one torch.compile(mode="reduce-overhead") call of `graph` on `hw`,
-    cudagraph trees' own call aside: the `inductor` schedule's `graph` prediction (the replay,
-    the copy of the call's inputs into static buffers: launch.reduce_overhead_s)."""
+    cudagraph trees' own call aside: the `inductor` schedule's `reduce-overhead` prediction
+    (the copy of the call's inputs into static buffers, the replay)."""
     from rooflab import api
     t = api.predict_graph(graph, replace(hw, compiled_graph_call_s=0.0), "inductor",
-                          "graph").totals
+                          "reduce-overhead").totals
     return t.host_s, t.gpu_s
 
 

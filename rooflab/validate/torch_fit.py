@@ -26,8 +26,8 @@ from rooflab.hardware import Hardware, log_interp
 from rooflab.hardware_spec import MAX_CURVE_FRACTION
 from rooflab.kernel_families import floor_at
 from rooflab.validate.torch_compare import (CaseComparison, calibrated, compare,
-                                            compiled_host_of, fit_compiled_graph_call,
-                                            fit_compiled_host, fit_eager_calls, traced_cases)
+                                            fit_compiled_graph_call, fit_compiled_host,
+                                            fit_eager_calls, traced_cases)
 
 
 # A calibration case taking at most this ratio of its row kernel's floor is on the floor: its
@@ -383,9 +383,10 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
                             f"calibration cases under {SDPA_FIXED_MAX_S * 1e6:.0f} µs"})
     launch = out["launch"]
     for doc in runs:
+        compiled = None         # the run that gives torch.compile's figures gives trees' too
         if "compiled_call_us" not in launch and any(r.get("compiled_us") for r in doc["cases"]):
             try:
-                fit = fit_compiled_host(doc)
+                compiled = fit = fit_compiled_host(doc)
             except RooflabError:
                 continue
             for key, note in (("compiled_call_us", "a torch.compile call beyond its launches"),
@@ -394,10 +395,9 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
                 launch[key] = {"value": round(float(fit[key]), 2), "source": source,
                                "note": f"{note}; fitted on {fit['cases']} host-bound cases"}
         graphs = traced_cases(doc)[1]
-        if "compiled_graph_call_us" not in launch and "compiled_call_us" in launch:
+        if compiled:
             # on this run's own host figures, as `validate --backend torch` compares it
-            host_hw = calibrated(shared, doc["host"], compiled_host_of(doc),
-                                 fit_eager_calls(doc, graphs))
+            host_hw = calibrated(shared, doc["host"], compiled, fit_eager_calls(doc, graphs))
             trees = fit_compiled_graph_call(doc, host_hw, graphs)
             if trees:
                 launch["compiled_graph_call_us"] = {
