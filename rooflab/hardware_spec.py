@@ -238,11 +238,11 @@ class HardwareFile(_Strict):
     def _check(self) -> "HardwareFile":
         for fam in self.tensor_tflops:
             if fam not in TENSOR_FAMILIES:
-                raise ValueError(f"unknown tensor dtype '{fam}' in tensor_tflops "
+                raise ValueError(f"tensor_tflops.{fam}: unknown tensor dtype '{fam}' "
                                  f"(known: {', '.join(TENSOR_FAMILIES)})")
         for fam in self.vector_tflops:
             if fam not in VECTOR_FAMILIES:
-                raise ValueError(f"unknown vector dtype '{fam}' in vector_tflops "
+                raise ValueError(f"vector_tflops.{fam}: unknown vector dtype '{fam}' "
                                  f"(known: {', '.join(VECTOR_FAMILIES)})")
         if "fp32" not in self.vector_tflops:
             raise ValueError("vector_tflops must give fp32 (all vector FLOPs are priced at it)")

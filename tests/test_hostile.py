@@ -145,6 +145,8 @@ def test_parameter_name_not_an_identifier(tmp_path):
     ("hbm_tb_per_s: {value: 4.8", "hbm_tb_per_s: {value: 4.8e-308",
      r"hbm_tb_per_s\.value: 4\.8e-308 is outside 1e-06 to 1e\+09"),
     ("hbm_tb_per_s: {value: 4.8", "hbm_tb_per_s: {value: 4.8e+300", r"4\.8e\+300 is outside"),
+    ("  tf32: {value: 494.7", "  tf33: {value: 494.7",
+     r"gpu\.yaml:25: tensor_tflops\.tf33: unknown tensor dtype 'tf33'"),
     ("      min_gpus: 5\n", "      min_gpus: 5\n      max_gpus: 4\n",
      r"interconnect\.collectives\.nvls: .*max_gpus 4 is below min_gpus 5"),
     ("      min_gpus: 5\n", "      min_gpus: 1\n", r"nvls\.min_gpus: must be at least 2, got 1"),
