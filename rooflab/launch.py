@@ -23,6 +23,7 @@ torch.compile's wrapper). rooflab.cost.predict runs the CPU and GPU timelines wi
 
 from __future__ import annotations
 
+from rooflab.graph import Graph, Tensor
 from rooflab.hardware import COMPILED_GRAPH_CALL_PER_DISPATCH, Hardware
 from rooflab.kernel_families import EXTERN_ROLES, foreach_copy_kind, foreach_copy_launches
 from rooflab.ops import KINDS, Role
@@ -101,10 +102,9 @@ def reduce_overhead_s(schedule: Schedule, hw: Hardware) -> tuple[float, float]:
     schedule's CUDA graph: cudagraph trees' own call, and the copy of the call's inputs
     (graph.call_inputs) into the graph's static buffers by one torch._foreach_copy_: where they
     share a dtype, one dispatch and ATen's multi_tensor_apply copy (the `foreach_copy` family's
-    curve), else a copy_ each (a dispatch and the elementwise curve). A copy kernel priced
-    without a measured curve takes min_kernel_s on top of its transfer."""
-    g = schedule.graph
-    inputs = [g.tensors[t] for t in sorted(g.call_inputs) if t in g.tensors]
+    curve), else a copy_ each (a dispatch and the elementwise curve). A copy kernel pays
+    floor_s per launch, as an eager kernel does."""
+    inputs = _call_inputs(schedule.graph)
     host_s = hw.compiled_graph_call_host_s
     if not inputs:
         return host_s, 0.0
@@ -116,8 +116,13 @@ def reduce_overhead_s(schedule: Schedule, hw: Hardware) -> tuple[float, float]:
         copies = [("elementwise", 2 * t.nbytes, 1) for t in inputs]
         host_s += len(inputs) * hw.eager_dispatch_s
     return host_s, sum(moved / hw.hbm_rate_for(moved, family)
-                       + (0.0 if family in hw.family_curves else hw.min_kernel_s * launches)
+                       + floor_s({"family": family}, hw) * launches
                        for family, moved, launches in copies)
+
+
+def _call_inputs(graph: Graph) -> list[Tensor]:
+    """The graph's call inputs (Graph.call_inputs) that its ops read, as Tensors, by name."""
+    return [graph.tensors[t] for t in sorted(graph.call_inputs) if t in graph.tensors]
 
 
 def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ...]:
@@ -136,8 +141,7 @@ def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ..
         default = "" if hw.compiled_graph_call_s is not None else (
             f" ({hw.name} has no measured compiled_graph_call_us: "
             f"{COMPILED_GRAPH_CALL_PER_DISPATCH:g} tiny-op dispatches)")
-        inputs = ", ".join(t for t in sorted(schedule.graph.call_inputs)
-                           if t in schedule.graph.tensors)
+        inputs = ", ".join(t.name for t in _call_inputs(schedule.graph))
         copy = (f"; copying {inputs} into the graph's static inputs: "
                 f"+{(host_s - trees_s) * 1e6:.1f} us host, +{gpu_s * 1e6:.1f} us GPU" if inputs
                 else "; a workload YAML does not mark which inputs a call passes, so no input "

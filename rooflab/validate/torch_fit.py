@@ -394,7 +394,8 @@ def spec_figures(runs: list[dict], hw: Hardware, source: str) -> dict:
                               ("compiled_extern_us", "per extern (ATen) call from its wrapper")):
                 launch[key] = {"value": round(float(fit[key]), 2), "source": source,
                                "note": f"{note}; fitted on {fit['cases']} host-bound cases"}
-        graphs = traced_cases(doc)[1]
+        # the run's traced cases, only where a fit below needs them (tracing is the slow part)
+        graphs = traced_cases(doc)[1] if compiled or "eager_call_us" not in launch else {}
         if compiled:
             # on this run's own host figures, as `validate --backend torch` compares it
             host_hw = calibrated(shared, doc["host"], compiled, fit_eager_calls(doc, graphs))
