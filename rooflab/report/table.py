@@ -120,21 +120,14 @@ def _grid(cols: list[str], body: list[list[str]], total: list[str] | None = None
         return "  ".join(c.ljust(w) if i in left else c.rjust(w)
                          for i, (c, w) in enumerate(zip(r, widths))).rstrip()
 
-    out = [fmt(cols), "  ".join("-" * w for w in widths)]
-    out += [fmt(r) for r in body]
+    rule = "  ".join("-" * w for w in widths).rstrip()    # an all-empty last column: no tail
+    out = [fmt(cols), rule] + [fmt(r) for r in body]
     if total:
-        out += ["  ".join("-" * w for w in widths), fmt(total)]
+        out += [rule, fmt(total)]
     return out
 
 
 def grid(cols: list[str], body: list[list[str]], left: set[int] = frozenset({0})) -> str:
     """A generic aligned table (first column left-aligned unless told otherwise); control
     characters in the cells are shown as escapes."""
-    body = [[printable(c) for c in r] for r in body]
-    rows = [cols] + body
-    widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-
-    def fmt(r):
-        return "  ".join(c.ljust(w) if i in left else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-    return "\n".join([fmt(cols), "  ".join("-" * w for w in widths)] + [fmt(r) for r in body])
+    return "\n".join(_grid(cols, body, left=left))
