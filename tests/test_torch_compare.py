@@ -166,13 +166,12 @@ def test_suite_coverage(rows, rows_r3):
     assert sum(r.split == "validation" for r in rows) == 90
     # the H100 lease of 2026-12-06 ran every case of the suite, the strided cat's included,
     # but the calibration cases added after its shape study, the grouped expert GEMMs and the
-    # foreach copies
+    # foreach copies, and the reduction and linear chains
     h100 = tc.load(RUN_H100)
     assert {c.id for c in torch_suite.select()} - {r["id"] for r in h100["cases"]} == {
         "sum_col_4096x4096_bf16", "sum_col_16384x4096_bf16", "softmax_2048x6144_bf16",
         "softmax_1024x7168_bf16", "softmax_256x128256_bf16"} | {
-        c.id for c in torch_suite.select("^grouped_mm_")} | {
-        c.id for c in torch_suite.select("^foreach_copy_")}
+        c.id for c in torch_suite.select("^(grouped_mm|foreach_copy|reduction_chain|linear_chain)")}
 
 
 def test_validation_errors_are_pinned(rows):

@@ -43,8 +43,9 @@ def test_suite_size_families_and_splits():
     assert between["calibration"] >= 50 and between["validation"] >= 3
     by_split = collections.Counter((c.family, c.split) for c in CASES)
     assert all(by_split[f, s] >= 2 for f in families for s in SPLITS), by_split
-    # compile is budgeted: ~30-45 cases, every step case among them
-    assert 30 <= sum(c.compile for c in CASES) <= 45
+    # compile is budgeted (a lease's calibration and torch run share one device call of at most
+    # 600 s; each compiled case costs its compile): 30-50 cases, every step case among them
+    assert 30 <= sum(c.compile for c in CASES) <= 50
     assert all(c.compile for c in CASES if c.family == "step")
 
 

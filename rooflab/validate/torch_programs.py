@@ -156,3 +156,26 @@ def chain_bias(x, b):
     t = F.gelu(t)
     t = t * 0.5
     return t.to(torch_module().float32)
+
+
+def reduction_chain(k: int) -> Callable:
+    """k reductions, each over the other axis of the previous one's result (x less its column
+    means, then its row means, ...; the values stay finite): Inductor cannot fuse them into
+    fewer than k kernels, so a compiled call of it launches k Triton kernels and no extern
+    one."""
+    def fn(x):
+        for i in range(k):
+            x = x - x.mean(dim=i % 2, keepdim=True)
+        return x
+    return fn
+
+
+def linear_chain_builder(k: int, d: int, dtype: str):
+    """k bias-free d x d nn.Linear layers applied in turn: k cuBLAS GEMMs, eager or compiled (an
+    extern call each in Inductor's wrapper, no Triton kernel)."""
+    def build(device: str = "meta"):
+        import torch.nn as nn
+        return nn.Sequential(*[nn.Linear(d, d, bias=False, device=device,
+                                         dtype=torch_dtype(dtype)) for _ in range(k)])
+    return build
+

@@ -25,7 +25,8 @@ from typing import Callable
 
 from rooflab.kernel_families import SMALL_INDEX_MAX, softmax_family
 from rooflab.validate.torch_programs import (chain, chain_bias, decoder_builder, functional,
-                                             grouped_mm_builder, mlp_builder, program,
+                                             grouped_mm_builder, linear_chain_builder,
+                                             mlp_builder, program, reduction_chain,
                                              rmsnorm_linear_builder, torch_dtype, torch_module)
 
 SPLITS = ("calibration", "validation")
@@ -508,6 +509,16 @@ def _cases() -> list[Case]:
         (f"bias_gelu_chain4_{t}x{d}_bf16", program(chain_bias, "BiasGeluChain"),
          [Input("x", (t, d)), Input("b", (d,))]) for t, d in ((16, 4096), (16384, 4096))],
         compile_at=(0, 1))
+    # launch-bound compiled calls of many kernels of one kind, so that the fit of
+    # torch.compile's host cost (torch_compare.fit_compiled_host) tells a Triton launch from an
+    # extern call: a chain of k reductions (k Triton kernels, no extern call) and of k linears
+    # (k extern GEMMs, no Triton kernel)
+    B.variant("step", "reduction_chain", [
+        (f"reduction_chain{k}_16x1024_bf16", program(reduction_chain(k), "ReductionChain"),
+         [Input("x", (16, 1024))]) for k in (4, 16, 32)], compile_at=(0, 1, 2))
+    B.variant("step", "linear_chain", [
+        (f"linear_chain{k}_t16_d256_bf16", linear_chain_builder(k, 256, "bf16"),
+         [Input("x", (16, 256))]) for k in (2, 8, 16)], compile_at=(0, 1, 2))
     return B.cases
 
 
