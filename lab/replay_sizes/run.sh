@@ -3,7 +3,8 @@
 # compiled calibration cases with the reduction and linear chains (the fit of torch.compile's
 # host cost, and Inductor's kernel counts for the chains), replayed kernels by size
 # (lab/replay_sizes/measure.py), and compiled extern calls by kind
-# (lab/compiled_launch/externs.py), on one host.
+# (lab/compiled_launch/externs.py), and Llama-3.2-1B's decode step under torch.compile
+# (lab/compiled_steps/measure.py, default mode and reduce-overhead), on one host.
 # Run on the device machine from the repository root, after the install line of
 # ../shared/device/wheels.sh:   ROOFLAB_GIT_SHA=<commit here> bash lab/replay_sizes/run.sh
 set -uo pipefail
@@ -21,6 +22,10 @@ timeout 100 python3 lab/replay_sizes/measure.py "$OUT/replay_sizes.json" > "$OUT
 echo "replay_sizes rc=$?"
 timeout 150 python3 lab/compiled_launch/externs.py "$OUT/externs.json" > "$OUT/externs.log" 2>&1
 echo "externs rc=$?"
+timeout 190 python3 lab/compiled_steps/measure.py llama3.2-1b 1 1024 "$OUT/llama3.2-1b_b1.json" \
+    --modes default,reduce-overhead > "$OUT/steps.log" 2>&1
+echo "llama b1 rc=$?"
 grep -E "^(calibration|validation) |chain" "$OUT/suite.log" | tail -12
 grep -v -i warn "$OUT/replay_sizes.log" | tail -12
 grep -v -i warn "$OUT/externs.log" | tail -10
+grep -vE "^\s*$|Warning|warn" "$OUT/steps.log" | tail -8
