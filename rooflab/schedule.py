@@ -5,15 +5,9 @@ kernel of one of its producers. `legal()` decides with guard clauses, each "no" 
 reason (Inductor's WhyNoFuse); the policy says which role may follow which. Views (reshape,
 permute) are metadata: they belong to no kernel and fusion looks through them.
 
-Built-in policies (rooflab/policies.py; docs/fusion.md defines them precisely):
-  unfused   one kernel per op, as eager PyTorch runs it
-  epilogue  a GEMM absorbs the pointwise ops that follow it on its output tile
-  fused     Inductor-like: pointwise chains; pointwise prologues/epilogues of reductions,
-            softmax and norms; GEMM epilogues; dequantize-in-GEMM prologues; and the
-            QKᵀ → scale → mask → softmax → ·V pattern as one FlashAttention-style kernel
-  inductor  torch.compile's default: `fused` without the GEMM epilogue and dequant prologue,
-            since Inductor calls cuBLAS for a GEMM (an extern kernel) and runs what follows it
-            as a separate Triton kernel
+Built-in policies (unfused, epilogue, fused, inductor) are data in rooflab/policies.py;
+docs/fusion.md defines them precisely. Inductor's own rules (its fusion distance, split
+reductions, the kernels it generates for an SDPA call) are in rooflab/inductor_rules.py.
 """
 
 from __future__ import annotations
@@ -26,6 +20,8 @@ from rooflab.graph import Graph, outer_block_index
 from rooflab.grid import vmax
 from rooflab.hardware import Hardware
 from rooflab.kernel_dag import KernelDag
+from rooflab.inductor_rules import MAX_FUSION_DISTANCE, mask_launches, split_launches
+from rooflab.kernel_families import EXTERN_ROLES
 from rooflab.ops import KINDS, Role, allocates, view_roots
 from rooflab.policies import FusionPolicy, load_policy
 
@@ -53,6 +49,9 @@ class Kernel:
     launches: int = 1              # CUDA kernels it launches (an op that launches several
                                    # keeps its extra ones, such as a split-K reduction)
     split_reduction: bool = False  # its reduction is split over the grid (launches > 1)
+    # of an extern (library) kernel's launches, the Triton kernels Inductor generates for its
+    # call: the additive mask of an SDPA call given a boolean one
+    generated_launches: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,14 @@ class Schedule:
     kernels: tuple[Kernel, ...]
     refusals: tuple[Refusal, ...] = ()
     notes: tuple[str, ...] = field(default=())
+
+    def triton_and_extern(self) -> tuple[int, int]:
+        """(Triton kernels launched, extern library calls): what torch.compile's wrapper issues
+        when Inductor runs the schedule (a GEMM, attention, collective or opaque kernel is one
+        extern call; the rest, and the kernels generated for an extern call, are Triton)."""
+        extern = [k for k in self.kernels if k.anchor in EXTERN_ROLES]
+        return (sum(k.launches for k in self.kernels if k.anchor not in EXTERN_ROLES)
+                + sum(k.generated_launches for k in extern), len(extern))
 
 
 # ------------------------------------------------------------------------------------------
@@ -362,27 +369,42 @@ class _Grouper:
         return order
 
     def _inline_single_readers(self, order: list[int]) -> list[int]:
-        """Merge each pointwise kernel whose outputs only one other kernel reads into that
-        kernel, until none is left: the reader computes the values where it loads them. Into a
-        reduction only over the reduction's input space; never into a GEMM, attention,
-        scatter, collective or opaque kernel, nor from data-dependent ops."""
+        """Merge each pointwise or gather kernel (Inductor lowers a concat and an indexed load
+        as pointwise code) whose outputs only one other kernel reads into that kernel, until
+        none is left: the reader computes the values where it loads them. Into a reduction
+        only over the reduction's input space, into a scatter only as the values it writes;
+        never into a GEMM, attention, collective or opaque kernel, nor from data-dependent ops."""
         merged = True
         while merged:
             merged = False
             for a in order:
-                if not self.groups[a] or self.anchor[a] is not Role.POINTWISE or \
-                        len(self.dag.readers[a]) != 1 or self.data_dep[a]:
+                if not self.groups[a] or self.anchor[a] not in (Role.POINTWISE, Role.GATHER) \
+                        or len(self.dag.readers[a]) != 1 or self.data_dep[a]:
                     continue
                 (b,) = self.dag.readers[a]
-                if self.anchor[b] not in (Role.POINTWISE, Role.GATHER, Role.REDUCTION) or \
-                        self.fusion[b] == "attention" or self.data_dep[b]:
-                    continue
-                if self.anchor[b] is Role.REDUCTION and \
-                        not self.out_sizes[a] <= self.red_in_sizes[b] | self.out_sizes[b]:
+                if self.anchor[b] not in (Role.POINTWISE, Role.GATHER, Role.REDUCTION,
+                                          Role.SCATTER) or self.fusion[b] == "attention" or \
+                        self.data_dep[b] or self._refuses_inline(a, b):
                     continue
                 self._merge(a, b)
                 merged = True
         return [g for g in order if self.groups[g]]
+
+    def _refuses_inline(self, a: int, b: int) -> bool:
+        """Whether kernel b cannot compute kernel a's outputs where it reads them: a reduction
+        reads them outside its input space, or a scatter as its target or indices."""
+        if self.anchor[b] is Role.REDUCTION:
+            return not self.out_sizes[a] <= self.red_in_sizes[b] | self.out_sizes[b]
+        if self.anchor[a] is Role.GATHER and all(self.g.ops[i].kind == "copy"
+                                                 for i in self.groups[b]):
+            # a copy out of an expanded view (repeat_kv before GQA attention) reads a gather
+            # kernel's result as Inductor realized it (the torch suite's GQA decoder layer)
+            return True
+        if self.anchor[b] is Role.SCATTER:
+            made = {self.view(t) for i in self.groups[a] for t in self.g.ops[i].outputs}
+            return any(self.view(t) in made for i in self.groups[b]
+                       if self.roles[i] is Role.SCATTER for t in self.g.ops[i].inputs[:-1])
+        return False
 
     def _external_inputs(self, gid: int) -> set[str]:
         """The tensors (by the bytes they name) that group gid reads from outside itself."""
@@ -454,8 +476,9 @@ class _Grouper:
     def _merge(self, a: int, b: int) -> None:
         """Move group a's ops into group b (b reads a; nothing else does)."""
         self._move(a, b)
-        if self.anchor[b] is Role.POINTWISE and not self.fusion[b]:
-            self.fusion[b] = "pointwise"
+        if self.anchor[b] is Role.POINTWISE:
+            self.anchor[b] = self.anchor[a]     # a gather's indexed loads now happen in b
+            self.fusion[b] = self.fusion[b] or "pointwise"
 
     def _try_join(self, i: int) -> int | None:
         op = self.g.ops[i]
@@ -505,36 +528,6 @@ class _Grouper:
                 else "reduction prologue + epilogue"
         elif not self.fusion[gid]:
             self.fusion[gid] = "pointwise"
-
-
-# Inductor fuses no two nodes more than 64 apart in its order (Scheduler.are_long_distant_nodes,
-# pytorch/pytorch#106996): rooflab counts ops, views aside
-MAX_FUSION_DISTANCE = 64
-
-# Inductor splits a reduction over the grid when its rows cannot fill the GPU: fewer rows than
-# SMs, each longer than this many elements, or any reduction over an axis that is not the last
-# of a tensor larger than SPLIT_COLUMN_NUMEL. Read off the kernels Inductor generated for the
-# torch suite on the H200 (reports/validation/torch/h200-2026-12-04.json): sum over 16 M
-# elements and over the columns of [8192, 4096], softmax over rows of 128,256 split; rows of
-# 1,024 to 4,096 (16 to 8,192 rows) did not.
-SPLIT_ROW_ELEMENTS = 8192
-SPLIT_COLUMN_NUMEL = 1 << 20
-
-
-def _split_launches(graph: Graph, op, hw: Hardware) -> int:
-    """Launches of Inductor's split form of reduction `op` (0 when it is not split): a partial
-    and a final kernel per reduction; softmax's two reductions (max, then sum) and its
-    normalising pass make five."""
-    x = graph.tensors[op.inputs[0]]
-    if not x.shape:
-        return 0
-    axis = op.attrs.get("axis", -1) % len(x.shape)
-    row, rows = x.shape[axis], x.numel // max(1, x.shape[axis])
-    last = axis == len(x.shape) - 1
-    if (last and rows < hw.sm_count and row > SPLIT_ROW_ELEMENTS) or \
-            (not last and x.numel > SPLIT_COLUMN_NUMEL):
-        return 5 if op.kind == "softmax" else 2
-    return 0
 
 
 def kernel_name(graph: Graph, ops: tuple[int, ...]) -> str:
@@ -591,10 +584,14 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
                         if r.op not in inside)
         launches = int(not all(allocates(graph.ops[i]) for i in ops)) + sum(
             vmax(graph.ops[i].launches - 1, 0) for i in ops)
+        generated = 0
         if policy.extern_gemm and gr.anchor[gid] not in _LIBRARY:
             launches = 1
+        elif policy.extern_gemm and gr.anchor[gid] is Role.ATTENTION:
+            generated = sum(mask_launches(graph, graph.ops[i]) for i in ops)
+            launches = 1 + generated if generated else launches
         split = policy.split_reductions and gr.anchor[gid] is Role.REDUCTION and hw is not None \
-            and _split_launches(graph, graph.ops[gr.first_of[gid][Role.REDUCTION]], hw)
+            and split_launches(graph, graph.ops[gr.first_of[gid][Role.REDUCTION]], hw)
         kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped,
-                              launches + (split - 1 if split else 0), bool(split)))
+                              launches + (split - 1 if split else 0), bool(split), generated))
     return Schedule(graph, policy, tuple(kernels), tuple(gr.refusals), notes)

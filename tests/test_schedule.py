@@ -245,6 +245,63 @@ def test_inductor_inlines_a_pointwise_kernel_into_its_only_reader(write_yaml, h2
     assert ind.totals.hbm_bytes == 4 * 16 * 1024 * 2
 
 
+def test_inductor_computes_a_gather_kernel_inside_its_only_reader(write_yaml, h200):
+    # transformers' order of rotary: x * cos first (its own kernel), then rotate-half (a gather
+    # kernel: neg, cat, * sin) read only by the add; and the key's rotary read only by its KV
+    # cache write. Inductor lowers the cat as pointwise code: one kernel for the query and
+    # one for the key and its cache write (the Llama-3.2-1B decode step, lab/compiled_steps)
+    path = write_yaml("""
+        name: rotary_then_cache_write
+        tensors:
+          x: {shape: [16, 1024], dtype: bf16}
+          cos: {shape: [16, 1024], dtype: bf16}
+          sin: {shape: [16, 1024], dtype: bf16}
+          cache: {shape: [64, 1024], dtype: bf16}
+          pos: {shape: [16], dtype: int64}
+        ops:
+          - {kind: mul, name: xcos, inputs: [x, cos], outputs: [a]}
+          - {kind: slice, name: hi, inputs: [x], outputs: [xh], axis: -1, start: 512, end: 1024}
+          - {kind: slice, name: lo, inputs: [x], outputs: [xl], axis: -1, start: 0, end: 512}
+          - {kind: neg, name: neg, inputs: [xh], outputs: [nh]}
+          - {kind: concat, name: cat, inputs: [nh, xl], outputs: [r], axis: -1}
+          - {kind: mul, name: rsin, inputs: [r, sin], outputs: [b]}
+          - {kind: add, name: add, inputs: [a, b], outputs: [y]}
+          - {kind: neg, name: kneg, inputs: [xh], outputs: [kh]}
+          - {kind: concat, name: kcat, inputs: [kh, xl], outputs: [kr], axis: -1}
+          - {kind: index_copy, name: write, axis: 0, inputs: [cache, pos, kr], outputs: [c2]}
+        outputs: [y, c2]
+    """)
+    ind = api.predict(path, h200, "inductor", "graph")
+    assert kernels(ind) == [("xcos", "neg", "cat", "rsin", "add"), ("kneg", "kcat", "write")]
+    assert ind.schedule.triton_and_extern() == (2, 0)
+    # the cache is the scatter's target: a gather kernel that made it would stay apart
+    assert [k.anchor.value for k in ind.schedule.kernels] == ["gather", "scatter"]
+
+
+def test_inductor_generates_the_additive_mask_of_a_boolean_masked_sdpa_call(write_yaml,
+                                                                              h200):
+    # SDPA given a boolean mask: eager ATen runs two fills and a where, then the attention
+    # kernel (4 launches); Inductor makes the float mask in one Triton kernel per call before
+    # the extern SDPA call: 2 launches, 1 of them Triton; a float mask needs none
+    text = """
+        name: masked_decode
+        tensors:
+          q: {shape: [1, 32, 1, 64], dtype: bf16}
+          k: {shape: [1, 32, 1024, 64], dtype: bf16}
+          v: {shape: [1, 32, 1024, 64], dtype: bf16}
+          m: {shape: [1, 1, 1, 1024], dtype: MASK}
+        ops:
+          - {kind: attention, name: sdpa, causal: false, inputs: [q, k, v, m], outputs: [o]}
+        outputs: [o]
+    """
+    boolean = api.predict(write_yaml(text.replace("MASK", "bool")), h200, "inductor", "graph")
+    (att,) = boolean.schedule.kernels
+    assert (att.launches, att.generated_launches) == (2, 1)
+    assert boolean.schedule.triton_and_extern() == (1, 1)
+    floats = api.predict(write_yaml(text.replace("MASK", "bf16")), h200, "inductor", "graph")
+    assert floats.schedule.triton_and_extern() == (0, 1)
+
+
 def test_inductor_fuses_sibling_kernels_that_read_a_common_tensor(write_yaml, h200):
     # q * cos and k * cos: independent, 16,384 elements each, both read cos. Inductor runs
     # them as one kernel that loads cos once; k of a grouped-query layer (4 times fewer

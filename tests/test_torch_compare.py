@@ -4,6 +4,7 @@ measured spec, whose ATen family curves `rooflab calibrate --gpu` fitted on anot
 (reports/calibration/h200-2026-12-04-torch.json). Each run is compared under its own host
 figures."""
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -258,6 +259,24 @@ def test_inductor_kernel_counts_by_name():
     # the one call (a compiled Llama-3.2-1B decode step: 16 of them, lab/compiled_steps)
     decode = names + ["void cudnn::fusion::lean_reduction_kernel<false, false, false>(...)"]
     assert tc.inductor_kernel_counts(decode) == (1, 2)
+
+
+@pytest.mark.parametrize("model, layers", [("llama3.2-1b", 16), ("qwen2.5-0.5b", 24)])
+def test_inductor_counts_of_a_real_decode_step(model, layers):
+    # what torch.compile ran for a transformers decode step (batch 1, a StaticCache of 1,024
+    # tokens), profiled on an H100 (lab/compiled_steps/h100-2026-12-07), against `inductor`.
+    # Per layer both run 10 Triton kernels: two norms, the query's rotary, the key's rotary
+    # with its cache write, the value's cache write, the copies of K and V for SDPA, the
+    # additive mask of each SDPA call, SiLU x up, the cache length's update. Outside the
+    # layers Inductor recomputes the rotary tables and the mask in their readers (2 kernels
+    # where `inductor` runs 6).
+    pytest.importorskip("transformers")
+    run = ROOT / "lab" / "compiled_steps" / "h100-2026-12-07" / f"{model}_b1.json"
+    measured = tc.inductor_kernel_counts(json.loads(run.read_text())["default"]["kernels"])
+    graph = api.load_workload(f"hf:{model}", {"batch": 1, "context": 1024}, "decode")
+    pred = api.predict_graph(graph, api.load_hardware("h100-sxm"), "inductor", "compiled")
+    assert measured == (10 * layers + 2, 8 * layers + 2)
+    assert pred.schedule.triton_and_extern() == (10 * layers + 6, 8 * layers + 2)
 
 
 def test_compiled_validation_errors_are_pinned(rows):

@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from rooflab import api
-from rooflab.kernel_families import EXTERN_ROLES
 from rooflab.validate import torch_compare as tc
 
 
@@ -38,11 +37,9 @@ def step_rows(run_dir: Path, hw, spec_hw) -> list[dict]:
         p = {(s, l): api.predict_graph(graph, eager_hw if l == "eager" else hw, s, l)
              for s, l in (("unfused", "eager"), ("unfused", "graph"),
                           ("inductor", "compiled"), ("inductor", "reduce-overhead"))}
-        ks = p["inductor", "compiled"].schedule.kernels
         row = {"step": f"{m['model']} b{m['batch']} ctx{m['context']}",
                "kernels": tc.inductor_kernel_counts(m.get("default", {}).get("kernels", [])),
-               "kernels_predicted": (sum(k.launches for k in ks if k.anchor not in EXTERN_ROLES),
-                                     sum(k.anchor in EXTERN_ROLES for k in ks)),
+               "kernels_predicted": p["inductor", "compiled"].schedule.triton_and_extern(),
                "graphs": m.get("default", {}).get("graphs")}
         for key, (mode, pred) in {"eager": ("eager", p["unfused", "eager"]),
                                   "graph": ("graph", p["unfused", "graph"]),

@@ -45,6 +45,13 @@ def attention_family(q, k, v, op) -> str | None:
     return gemm_family(q.dtype, k.dtype, op)
 
 
+def boolean_mask(op, tensors) -> bool:
+    """Whether attention op `op` (tensors: the graph's, by name) takes a boolean mask. SDPA
+    turns one into an additive float mask before its kernel: eagerly two fills and a where;
+    under torch.compile, one Triton kernel that Inductor generates for each call."""
+    return len(op.inputs) > 3 and tensors[op.inputs[3]].dtype.name == "bool"
+
+
 def _bhsd(t):
     """A [B, S, H, D] tensor's shape read as [B, H, S, D]."""
     return type(t)(t.name, (t.shape[0], t.shape[2], t.shape[1], t.shape[3]), t.dtype)

@@ -276,7 +276,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
     """Trace and predict every measured case of the run `doc` on `hw` (the suite's cases, and
     `extra_cases`: torch_suite.Case records of a user's modules); needs torch."""
     from rooflab import api
-    from rooflab.kernel_families import (EXTERN_ROLES, GEMM_FAMILY, PER_INDEX_FAMILIES,
+    from rooflab.kernel_families import (GEMM_FAMILY, PER_INDEX_FAMILIES,
                                          ROW_FAMILIES, attention_backend, curve_bytes,
                                          gathered_rows)
     measured, graphs = traced_cases(doc, extra_cases)
@@ -296,9 +296,6 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
         extra = {}
         if rec.get("compiled_us"):
             comp = api.predict_graph(graph, hw, "inductor", "compiled")
-            extern = sum(k.anchor in EXTERN_ROLES for k in comp.schedule.kernels)
-            triton = sum(k.launches for k in comp.schedule.kernels
-                         if k.anchor not in EXTERN_ROLES)
             # torch.compile's host cost per call differs between machines (a one-kernel
             # compiled call: 48 us on one H200 lease, 110 on another): compared only with the
             # run's own fit
@@ -307,7 +304,7 @@ def compare(doc: dict, hw: Hardware, only_split: str | None = None,
                          eager_b2b_us=rec.get("eager_us"),
                          eager_b2b_us_predicted=eager.totals.back_to_back_s * 1e6 + root_us,
                          inductor_kernels=inductor_kernel_counts(rec.get("compiled_kernels") or []),
-                         inductor_kernels_predicted=(triton, extern))
+                         inductor_kernels_predicted=comp.schedule.triton_and_extern())
             if rec.get("compiled_graph_us") and compiled_host:
                 reduce_overhead[case.id] = None if graph.written_inputs else \
                     reduce_overhead_parts(graph, hw)
