@@ -31,6 +31,24 @@ def write_yaml(tmp_path):
 
 
 @pytest.fixture
+def masked_decode(write_yaml):
+    """The path of a one-token SDPA decode step over 1,024 keys whose mask has `mask_dtype`."""
+    def _write(mask_dtype: str = "bool") -> Path:
+        return write_yaml(f"""
+            name: masked_decode
+            tensors:
+              q: {{shape: [1, 32, 1, 64], dtype: bf16}}
+              k: {{shape: [1, 32, 1024, 64], dtype: bf16}}
+              v: {{shape: [1, 32, 1024, 64], dtype: bf16}}
+              m: {{shape: [1, 1, 1, 1024], dtype: {mask_dtype}}}
+            ops:
+              - {{kind: attention, name: sdpa, causal: false, inputs: [q, k, v, m], outputs: [o]}}
+            outputs: [o]
+        """, f"masked_{mask_dtype}.yaml")
+    return _write
+
+
+@pytest.fixture
 def unfused(write_yaml, h200):
     """Price a small workload unfused on the H200; returns {op name: KernelCost}."""
     def _run(text: str, hw=None):

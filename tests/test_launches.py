@@ -72,24 +72,13 @@ def test_compiled_launch_by_hand(tmp_path):
     assert any("no measured compiled_call_us" in n for n in bare.notes)
 
 
-def test_compiled_host_time_of_an_sdpa_call_with_a_boolean_mask(write_yaml):
+def test_compiled_host_time_of_an_sdpa_call_with_a_boolean_mask(masked_decode):
     # the wrapper launches Inductor's mask kernel (30 us), then calls SDPA (25 us), after the
     # call's own 20 us: 75 us on the host
     from dataclasses import replace
-    path = write_yaml("""
-        name: masked_decode
-        tensors:
-          q: {shape: [1, 32, 1, 64], dtype: bf16}
-          k: {shape: [1, 32, 1024, 64], dtype: bf16}
-          v: {shape: [1, 32, 1024, 64], dtype: bf16}
-          m: {shape: [1, 1, 1, 1024], dtype: bool}
-        ops:
-          - {kind: attention, name: sdpa, causal: false, inputs: [q, k, v, m], outputs: [o]}
-        outputs: [o]
-    """)
     hw = replace(api.load_hardware("h200"), compiled_call_s=20e-6, compiled_launch_s=30e-6,
                  compiled_extern_s=25e-6)
-    p = api.predict(path, hw, "inductor", "compiled")
+    p = api.predict(masked_decode("bool"), hw, "inductor", "compiled")
     assert p.totals.host_s == pytest.approx(75e-6)
 
 

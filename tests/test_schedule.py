@@ -278,27 +278,17 @@ def test_inductor_computes_a_gather_kernel_inside_its_only_reader(write_yaml, h2
     assert [k.anchor.value for k in ind.schedule.kernels] == ["gather", "scatter"]
 
 
-def test_inductor_generates_the_additive_mask_of_a_boolean_masked_sdpa_call(write_yaml,
+def test_inductor_generates_the_additive_mask_of_a_boolean_masked_sdpa_call(masked_decode,
                                                                               h200):
     # SDPA given a boolean mask: eager ATen runs two fills and a where, then the attention
-    # kernel (4 launches); Inductor makes the float mask in one Triton kernel per call before
-    # the extern SDPA call: 2 launches, 1 of them Triton; a float mask needs none
-    text = """
-        name: masked_decode
-        tensors:
-          q: {shape: [1, 32, 1, 64], dtype: bf16}
-          k: {shape: [1, 32, 1024, 64], dtype: bf16}
-          v: {shape: [1, 32, 1024, 64], dtype: bf16}
-          m: {shape: [1, 1, 1, 1024], dtype: MASK}
-        ops:
-          - {kind: attention, name: sdpa, causal: false, inputs: [q, k, v, m], outputs: [o]}
-        outputs: [o]
-    """
-    boolean = api.predict(write_yaml(text.replace("MASK", "bool")), h200, "inductor", "graph")
+    # kernel (a traced op records 4 launches); Inductor makes the float mask in one Triton
+    # kernel per call before the extern SDPA call: 2 launches, 1 of them Triton; a float mask
+    # needs none
+    boolean = api.predict(masked_decode("bool"), h200, "inductor", "graph")
     (att,) = boolean.schedule.kernels
     assert (att.launches, att.generated_launches) == (2, 1)
     assert boolean.schedule.triton_and_extern() == (1, 1)
-    floats = api.predict(write_yaml(text.replace("MASK", "bf16")), h200, "inductor", "graph")
+    floats = api.predict(masked_decode("bf16"), h200, "inductor", "graph")
     assert floats.schedule.triton_and_extern() == (0, 1)
 
 
