@@ -8,8 +8,8 @@ the graph touched), and the same for 100 tiny eager adds captured in a graph.
     python lab/replay_sizes/measure.py OUT.json
 Per size: per-kernel µs = (replay of 100 copies) / 100, the median of 7 timings of 20 replays
 back to back (events, no flush between replays: the 100 buffers of a size outrun L2 from 1 MiB
-per tensor up); the copy's transfer time at the calibration's copy bandwidth is in the record
-so that the overhead beyond it can be read off.
+per tensor up), and the median of 15 replays each after an L2 flush (every copy reads cold
+lines). compare.py sets them against the transfer time at the spec's copy bandwidth.
 """
 import json
 import statistics
@@ -26,9 +26,27 @@ KERNELS = 100
 SIZES_KIB = (2, 8, 32, 128, 512, 2048, 4096, 16384, 65536)
 
 
-def per_kernel_us(fn, calls: int) -> float:
+FLUSH = torch.empty(256 << 20, dtype=torch.int8, device="cuda") if torch.cuda.is_available() \
+    else None
+
+
+def per_kernel_us(fn, calls: int, flushed: bool = False) -> float:
+    """µs per kernel of `calls` calls of fn replayed as one graph: back to back (20 replays
+    timed together, L2 warm from the previous replay), or each replay after a 256 MiB write
+    that evicts L2 (every kernel's buffers cold, as the Triton suite times a case)."""
     graph = capture(fn, calls)
-    return statistics.median(_events_ms(graph.replay, 20) for _ in range(7)) * 1e3 / calls
+    if not flushed:
+        return statistics.median(_events_ms(graph.replay, 20) for _ in range(7)) * 1e3 / calls
+    times = []
+    for _ in range(15):
+        FLUSH.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times) * 1e3 / calls
 
 
 def main(path: str) -> None:
@@ -47,9 +65,11 @@ def main(path: str) -> None:
             state["i"] += 1
             _copy_kernel[(triton.cdiv(n_el, block),)](src[i], dst[i], n_el, BLOCK=block)
         us = per_kernel_us(one, count)
+        cold = per_kernel_us(one, count, flushed=True)
         doc["copies"].append({"kib_per_tensor": kib, "bytes_moved": 2 * n_el * 4,
-                              "ctas": triton.cdiv(n_el, block), "per_kernel_us": round(us, 3)})
-        print(f"copy {kib} KiB: {us:.3f} us/kernel", flush=True)
+                              "ctas": triton.cdiv(n_el, block), "per_kernel_us": round(us, 3),
+                              "per_kernel_flushed_us": round(cold, 3)})
+        print(f"copy {kib} KiB: {us:.3f} us/kernel, {cold:.3f} after a flush", flush=True)
         del src, dst
         torch.cuda.empty_cache()
     tiny = torch.zeros(1, device="cuda")
