@@ -90,9 +90,9 @@ def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
 def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
     """Seconds of host time torch.compile's generated wrapper spends before issuing each kernel
     of `schedule`: a Triton launch (compiled_launch_host_s) for each launch of a kernel Inductor
-    generates (a split reduction launches several), an
-    ATen call (compiled_extern_host_s) for an extern one: a GEMM, attention, a collective or an
-    opaque library call, after the Triton kernels generated for it). The call's own cost is not
+    generates (a split reduction launches several); an ATen call (compiled_extern_host_s) for
+    an extern one (a GEMM, attention, a collective or an opaque library call), after a Triton
+    launch for each kernel generated for it (generated_launches). The call's own cost is not
     in the list."""
     return [hw.compiled_extern_host_s + hw.compiled_launch_host_s * k.generated_launches
             if k.anchor in EXTERN_ROLES else hw.compiled_launch_host_s * k.launches

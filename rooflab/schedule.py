@@ -29,6 +29,8 @@ from rooflab.policies import FusionPolicy, load_policy
 # kernels that are library calls under any policy (cuBLAS, SDPA, NCCL, opaque calls)
 _LIBRARY = (Role.GEMM, Role.ATTENTION, Role.COLLECTIVE, Role.OPAQUE)
 _ANCHOR_ORDER = (Role.ATTENTION, Role.GEMM, Role.REDUCTION, Role.GATHER, Role.POINTWISE)
+# how a kernel that computes an inlined producer is labelled, by its anchor
+_INLINED_INTO = {Role.SCATTER: "scatter prologue", Role.REDUCTION: "reduction prologue"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +51,8 @@ class Kernel:
     launches: int = 1              # CUDA kernels it launches (an op that launches several
                                    # keeps its extra ones, such as a split-K reduction)
     split_reduction: bool = False  # its reduction is split over the grid (launches > 1)
-    # of an extern (library) kernel's launches, the Triton kernels Inductor generates for its
-    # call: the additive mask of an SDPA call given a boolean one
-    generated_launches: int = 0
+    generated_launches: int = 0    # of an extern kernel's launches, Triton ones Inductor makes
+                                   # for its call (an SDPA's additive mask from a boolean one)
 
 
 @dataclass(frozen=True)
@@ -392,7 +393,9 @@ class _Grouper:
 
     def _refuses_inline(self, a: int, b: int) -> bool:
         """Whether kernel b cannot compute kernel a's outputs where it reads them: a reduction
-        reads them outside its input space, or a scatter as its target or indices."""
+        reads them outside its input space; a copy-only kernel reads a gather's; a scatter
+        reads them as its target or indices, or a reads the scatter's target (its loads would
+        race the scatter's stores)."""
         if self.anchor[b] is Role.REDUCTION:
             return not self.out_sizes[a] <= self.red_in_sizes[b] | self.out_sizes[b]
         if self.anchor[a] is Role.GATHER and all(self.g.ops[i].kind == "copy"
@@ -402,8 +405,10 @@ class _Grouper:
             return True
         if self.anchor[b] is Role.SCATTER:
             made = {self.view(t) for i in self.groups[a] for t in self.g.ops[i].outputs}
-            return any(self.view(t) in made for i in self.groups[b]
-                       if self.roles[i] is Role.SCATTER for t in self.g.ops[i].inputs[:-1])
+            read = {self.view(t) for i in self.groups[a] for t in self.g.ops[i].inputs}
+            return any(self.view(self.g.ops[i].inputs[0]) in made | read or made & {
+                self.view(t) for t in self.g.ops[i].inputs[1:-1]} for i in self.groups[b]
+                if self.roles[i] is Role.SCATTER)
         return False
 
     def _external_inputs(self, gid: int) -> set[str]:
@@ -478,7 +483,7 @@ class _Grouper:
         self._move(a, b)
         if self.anchor[b] is Role.POINTWISE:
             self.anchor[b] = self.anchor[a]     # a gather's indexed loads now happen in b
-            self.fusion[b] = self.fusion[b] or "pointwise"
+        self.fusion[b] = self.fusion[b] or _INLINED_INTO.get(self.anchor[b], "pointwise")
 
     def _try_join(self, i: int) -> int | None:
         op = self.g.ops[i]
@@ -584,12 +589,10 @@ def build(graph: Graph, policy: FusionPolicy | str = "unfused", hw: Hardware | N
                         if r.op not in inside)
         launches = int(not all(allocates(graph.ops[i]) for i in ops)) + sum(
             vmax(graph.ops[i].launches - 1, 0) for i in ops)
-        generated = 0
-        if policy.extern_gemm and gr.anchor[gid] not in _LIBRARY:
-            launches = 1
-        elif policy.extern_gemm and gr.anchor[gid] is Role.ATTENTION:
-            generated = sum(mask_launches(graph, graph.ops[i]) for i in ops)
-            launches = 1 + generated if generated else launches
+        generated = sum(mask_launches(graph, graph.ops[i]) for i in ops) \
+            if policy.extern_gemm and gr.anchor[gid] is Role.ATTENTION else 0
+        if (policy.extern_gemm and gr.anchor[gid] not in _LIBRARY) or generated:
+            launches = 1 + generated        # generated code launches once; SDPA after its mask
         split = policy.split_reductions and gr.anchor[gid] is Role.REDUCTION and hw is not None \
             and split_launches(graph, graph.ops[gr.first_of[gid][Role.REDUCTION]], hw)
         kernels.append(Kernel(kernel_name(graph, ops), ops, gr.anchor[gid], gr.fusion[gid], stopped,

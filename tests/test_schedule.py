@@ -274,8 +274,26 @@ def test_inductor_computes_a_gather_kernel_inside_its_only_reader(write_yaml, h2
     ind = api.predict(path, h200, "inductor", "graph")
     assert kernels(ind) == [("xcos", "neg", "cat", "rsin", "add"), ("kneg", "kcat", "write")]
     assert ind.schedule.triton_and_extern() == (2, 0)
-    # the cache is the scatter's target: a gather kernel that made it would stay apart
-    assert [k.anchor.value for k in ind.schedule.kernels] == ["gather", "scatter"]
+    assert [(k.anchor.value, k.fusion) for k in ind.schedule.kernels] == [
+        ("gather", "pointwise"), ("scatter", "scatter prologue")]
+
+
+def test_inductor_keeps_a_gather_from_the_cache_apart_from_a_write_into_it(write_yaml, h200):
+    # rows read from the cache by index and written back into it at other positions: in one
+    # kernel the loads would race the stores, so the gather stays a kernel of its own
+    path = write_yaml("""
+        name: cache_to_cache
+        tensors:
+          cache: {shape: [64, 1024], dtype: bf16}
+          idx: {shape: [16], dtype: int64}
+          pos: {shape: [16], dtype: int64}
+        ops:
+          - {kind: index_select, name: pick, axis: 0, inputs: [cache, idx], outputs: [rows]}
+          - {kind: index_copy, name: write, axis: 0, inputs: [cache, pos, rows], outputs: [c2]}
+        outputs: [c2]
+    """)
+    ind = api.predict(path, h200, "inductor", "graph")
+    assert kernels(ind) == [("pick",), ("write",)]
 
 
 def test_inductor_generates_the_additive_mask_of_a_boolean_masked_sdpa_call(masked_decode,
