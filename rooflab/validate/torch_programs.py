@@ -115,7 +115,6 @@ def decoder_builder(d: int, heads: int, kv_heads: int, f: int, dtype: str):
     return build
 
 
-
 def grouped_mm_builder(experts: int, n: int, k: int, rows: int, dtype: str):
     """A MoE expert projection as transformers runs it: `rows` token rows grouped by expert
     through torch._grouped_mm, the weights stored [experts, n, k] and passed transposed, the
@@ -178,4 +177,3 @@ def linear_chain_builder(k: int, d: int, dtype: str):
         return nn.Sequential(*[nn.Linear(d, d, bias=False, device=device,
                                          dtype=torch_dtype(dtype)) for _ in range(k)])
     return build
-
