@@ -482,7 +482,7 @@ class _Grouper:
         """Move group a's ops into group b (b reads a; nothing else does)."""
         self._move(a, b)
         if self.anchor[b] is Role.POINTWISE:
-            self.anchor[b] = self.anchor[a]     # a gather's indexed loads now happen in b
+            self.anchor[b] = self.anchor[a]     # b makes a gather's indexed loads too
         self.fusion[b] = self.fusion[b] or _INLINED_INTO.get(self.anchor[b], "pointwise")
 
     def _try_join(self, i: int) -> int | None:
