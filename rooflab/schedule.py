@@ -19,8 +19,8 @@ from itertools import accumulate
 from rooflab.graph import Graph, outer_block_index
 from rooflab.grid import vmax
 from rooflab.hardware import Hardware
-from rooflab.kernel_dag import KernelDag
 from rooflab.inductor_rules import MAX_FUSION_DISTANCE, mask_launches, split_launches
+from rooflab.kernel_dag import KernelDag
 from rooflab.kernel_families import EXTERN_ROLES
 from rooflab.ops import KINDS, Role, allocates, view_roots
 from rooflab.policies import FusionPolicy, load_policy
