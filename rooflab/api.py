@@ -41,13 +41,15 @@ def load_hardware(name_or_path: str | Hardware) -> Hardware:
 
 
 def predict_graph(graph: Graph, hw: Hardware, schedule_name: str = "unfused",
-                  launch: str = "eager", kernels: str | None = None) -> Prediction:
+                  launch: str = "eager", kernels: str | None = None,
+                  l2_flushed: bool = False) -> Prediction:
     """Lower `graph` for `hw` (dtype fallbacks), schedule it under a policy, and price it.
     `kernels`: whose kernels run it (rooflab.kernel_families.IMPLEMENTATIONS; default: the
-    policy's: eager PyTorch's ATen kernels for `unfused`, rooflab's for the fused policies)."""
+    policy's: eager PyTorch's ATen kernels for `unfused`, rooflab's for the fused policies);
+    `l2_flushed`: the step starts after an L2 flush (as the Triton validation times it)."""
     low = lowering.lower(graph, hw)
     sched = schedule.build(low.graph, schedule_name, hw, graph.notes + tuple(low.notes))
-    return cost.predict(sched, hw, launch, kernels)
+    return cost.predict(sched, hw, launch, kernels, l2_flushed)
 
 
 def predict(workload_path: str | Path | Graph, hw: str | Hardware, schedule: str = "unfused",

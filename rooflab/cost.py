@@ -8,7 +8,8 @@ Per kernel (docs/cost-model.md says why each term is there):
     busy_s    = max(compute_s, memory_s, link_s)
     time_s    = busy_s + launch_s
     launch_s  = eager: min_kernel_s + any stall waiting for the CPU;  graph: graph_launch_s
-                (a kernel priced by a measured family curve: graph_gap_s and no min_kernel_s)
+                (graph_warm_launch_s reading only from L2, rooflab/l2_residency.py; a kernel
+                priced by a measured family curve: graph_gap_s and no min_kernel_s)
 waves: share of the SMs a GEMM's tiles (or a row kernel's rows) keep busy; sfu_s: special-
 function ops; dequant_s: int weights unpacked in registers, once per GEMM row tile; balance:
 share of the SMs a causal FlashAttention kernel keeps busy.
@@ -37,18 +38,19 @@ from rooflab.collectives import collective_time
 from rooflab.errors import RooflabError
 from rooflab.gemm_tiles import gemm_tile, wave_efficiency
 from rooflab.graph import Graph, Op, Tensor
-from rooflab.grid import vmax, vmin, vwhere
+from rooflab.grid import vargmax, vmax, vmin, vwhere
 from rooflab.hardware import Hardware
 from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      IMPLEMENTATIONS, attention_backend, curve_bytes,
                                      eager_family, gathered_rows, priced_as)
-from rooflab.strides import strides_of, vectorised
+from rooflab.l2_residency import warm_kernels
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, graph_launch_s,
                             host_times, launch_notes, reduce_overhead_s)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.ops.base import row_major, same_layout
 from rooflab.schedule import Kernel, Schedule
+from rooflab.strides import strides_of, vectorised
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,28 +483,18 @@ def _busy(compute_s, memory_s, link_s):
 def _bound(compute_s, memory_s, link_s, launch_s):
     """Which of the four times is longest ("compute" on ties, then memory, link, launch); over a
     sweep's grid, an array of those names, one per point."""
-    return _name(_largest((compute_s, memory_s, link_s, launch_s)))
+    return _name(vargmax((compute_s, memory_s, link_s, launch_s)))
 
 
 def _name(i):
     return _BOUNDS[i] if isinstance(i, int) else np.array(_BOUNDS)[i]
 
 
-def _largest(values: tuple):
-    """Index of the largest value (the first on ties); per point when the values are arrays."""
-    if not any(isinstance(v, np.ndarray) for v in values):
-        return max(range(len(values)), key=values.__getitem__)
-    best_i, best = np.int8(0), values[0]
-    for i, v in enumerate(values[1:], 1):
-        best_i, best = np.where(v > best, np.int8(i), best_i), np.maximum(v, best)
-    return best_i
-
-
 def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
-            kernels: str | None = None) -> Prediction:
+            kernels: str | None = None, l2_flushed: bool = False) -> Prediction:
     """Price every kernel of `schedule` on `hw` and run the launch model. Times in seconds.
     `kernels`: the implementation that runs the kernels (IMPLEMENTATIONS; default: the one the
-    schedule's policy names)."""
+    schedule's policy names); `l2_flushed`: the step starts with its inputs out of L2."""
     if launch not in LAUNCH_MODES:
         raise RooflabError(f"unknown launch mode '{launch}'; expected one of "
                            f"{', '.join(LAUNCH_MODES)}")
@@ -515,6 +507,8 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     # cudagraph trees do not replay a step that writes an input: reduce-overhead runs it compiled
     mode = "compiled" if launch == "reduce-overhead" and schedule.graph.written_inputs else launch
     replayed = mode in ("graph", "reduce-overhead")
+    warm = warm_kernels(info, schedule, priced, hw.l2_bytes, l2_flushed) if replayed \
+        else [False] * len(priced)
     host = compiled_host_times(schedule, hw) if mode == "compiled" else \
         host_times(schedule, hw) if kernels == "aten" else [hw.eager_dispatch_s] * len(priced)
     out: list[KernelCost] = []
@@ -524,14 +518,14 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
         gpu_s = cpu_s = hw.graph_replay_s + trees_s
     elif mode == "compiled":
         cpu_s = hw.compiled_call_host_s      # guards and the wrapper, before its first launch
-    for kc, host_s in zip(priced, host):
+    for kc, host_s, w in zip(priced, host, warm):
         busy = kc.pop("time_s")
         if not replayed:
             cpu_s += host_s
             start = vmax(gpu_s, cpu_s)
             launch_s = (start - gpu_s) + floor_s(kc, hw) * kc["launches"]
         else:
-            launch_s = graph_launch_s(kc, hw) * kc["launches"]
+            launch_s = graph_launch_s(kc, hw, w) * kc["launches"]
         time_s = busy + launch_s
         gpu_s += time_s
         out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s))
@@ -539,8 +533,8 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
         gpu_s = cpu_s + copy_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
     gpu_work_s = copy_s + sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
-                              + (graph_launch_s(p, hw) if replayed else floor_s(p, hw))
-                              * p["launches"] for p in priced)
+                              + (graph_launch_s(p, hw, w) if replayed else floor_s(p, hw))
+                              * p["launches"] for p, w in zip(priced, warm))
     totals = replace(_totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s), host_s=cpu_s,
                      gpu_s=gpu_work_s)
     notes = schedule.notes + _family_notes(out, hw) + launch_notes(schedule, launch, hw)
@@ -577,7 +571,7 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
     by_bound = [0.0] * len(_BOUNDS)
     for k in kernels:
         times = (k.compute_s, k.memory_s, k.link_s)
-        busy, which = _busy(*times), _largest(times)
+        busy, which = _busy(*times), vargmax(times)
         for i in range(3):
             by_bound[i] = by_bound[i] + vwhere(which == i, busy, 0.0)
         by_bound[3] += k.launch_s
@@ -594,6 +588,6 @@ def _totals(kernels: list[KernelCost], end_s: float, cpu_bound: bool) -> Totals:
         link_s=sum(k.link_s for k in kernels),
         launch_s=launch_s,
         time_s=end_s,
-        bound=vwhere(cpu_bound, "launch", _name(_largest(tuple(by_bound)))) if kernels
+        bound=vwhere(cpu_bound, "launch", _name(vargmax(tuple(by_bound)))) if kernels
         else "launch",
     )

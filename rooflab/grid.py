@@ -109,6 +109,16 @@ def vmin(a, b):
     return a if a <= b else b
 
 
+def vargmax(values: tuple):
+    """Index of the largest value (the first on ties); per point when the values are arrays."""
+    if not any(isinstance(v, np.ndarray) for v in values):
+        return max(range(len(values)), key=values.__getitem__)
+    best_i, best = np.int8(0), values[0]
+    for i, v in enumerate(values[1:], 1):
+        best_i, best = np.where(v > best, np.int8(i), best_i), np.maximum(v, best)
+    return best_i
+
+
 def vwhere(cond, a, b):
     """`a if cond else b` for numbers and Values alike (per point over a grid)."""
     if isinstance(cond, np.ndarray):

@@ -84,6 +84,7 @@ class Hardware:
     module_call_s: float = 0.0                        # of an nn.Module call beyond its ops
     graph_replay_call_s: float | None = None          # of one CUDA-graph replay call
     graph_gap_s: float | None = None                  # per replayed kernel beyond its device time
+    graph_warm_launch_s: float | None = None          # per replayed kernel reading from L2
     compiled_call_s: float | None = None              # of one torch.compile'd call
     compiled_launch_s: float | None = None            # of one Triton launch in its wrapper
     compiled_extern_s: float | None = None            # of one extern (ATen) call in it
@@ -303,6 +304,8 @@ def to_core(spec: HardwareFile, source_file: str = "") -> Hardware:
                              if spec.launch.graph_replay_us else None),
         graph_gap_s=(spec.launch.graph_gap_us.value * 1e-6
                      if spec.launch.graph_gap_us else None),
+        graph_warm_launch_s=(spec.launch.graph_warm_launch_us.value * 1e-6
+                             if spec.launch.graph_warm_launch_us else None),
         compiled_call_s=(spec.launch.compiled_call_us.value * 1e-6
                          if spec.launch.compiled_call_us else None),
         compiled_launch_s=(spec.launch.compiled_launch_us.value * 1e-6

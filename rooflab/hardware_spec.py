@@ -176,6 +176,9 @@ class LaunchSpec(_Strict):
     # priced by a measured family curve, which holds its fixed GPU time, adds in a replayed
     # step. Default: graph_launch_us
     graph_gap_us: Figure | None = None
+    # per replayed kernel whose reads all hit L2 (rooflab.l2_residency): a tiny kernel replayed
+    # back to back. Default: graph_launch_us
+    graph_warm_launch_us: Figure | None = None
     # torch.compile's host side: one compiled call (guards, the generated wrapper's entry and
     # exit), each Triton kernel the wrapper launches (its buffers and the launcher), and each
     # extern kernel it calls through ATen (cuBLAS GEMM, SDPA). Defaults: COMPILED_CALL_PER_DISPATCH

@@ -3,12 +3,13 @@
 Launch modes: `eager` dispatches each kernel from the CPU (eager_dispatch_s each); the CPU runs
 ahead of the GPU, so a kernel waits only when the CPU has not issued it yet: short kernels leave
 the GPU idle (launch-bound); each kernel also pays min_kernel_s on the GPU. `graph` replays the
-step as a CUDA graph: one dispatch, then graph_launch_s per kernel (the per-kernel time of
-tiny kernels replayed back to back, so it includes the GPU-side start). `compiled` is a
-torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then the wrapper
-launches each Triton kernel (compiled_launch_host_s) or calls an extern one through ATen (a
-cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in `eager`.
-Inductor's kernels are priced by the schedule (`inductor` reproduces its default fusion).
+step as a CUDA graph: one dispatch, then per kernel its GPU-side start and the gap to the next
+(graph_warm_launch_s where what it reads is in L2, else graph_launch_s: rooflab.l2_residency).
+`compiled` is a torch.compile'd call: one call's guards and wrapper (compiled_call_host_s), then
+the wrapper launches each Triton kernel (compiled_launch_host_s) or calls an extern one through
+ATen (a cuBLAS GEMM, attention, a collective: compiled_extern_host_s); the GPU follows as in
+`eager`. Inductor's kernels are priced by the schedule (`inductor` reproduces its default
+fusion).
 `reduce-overhead` is torch.compile's mode of that name: the schedule replayed as in `graph`
 (with `-s inductor`, Inductor's kernels in a CUDA graph), after cudagraph trees' own host work
 per call (compiled_graph_call_host_s) and the copy of the call's inputs that are not parameters,
@@ -24,6 +25,7 @@ torch.compile's wrapper). rooflab.cost.predict runs the CPU and GPU timelines wi
 from __future__ import annotations
 
 from rooflab.graph import Graph, Tensor
+from rooflab.grid import vwhere
 from rooflab.hardware import COMPILED_GRAPH_CALL_PER_DISPATCH, Hardware
 from rooflab.kernel_families import EXTERN_ROLES, foreach_copy_kind, foreach_copy_launches
 from rooflab.ops import KINDS, Role
@@ -38,14 +40,20 @@ def floor_s(kc: dict, hw: Hardware) -> float:
     return 0.0 if kc["family"] in hw.family_curves else hw.min_kernel_s
 
 
-def graph_launch_s(kc: dict, hw: Hardware) -> float:
+def graph_launch_s(kc: dict, hw: Hardware, warm=False) -> float:
     """GPU-side seconds a kernel adds per launch in a CUDA-graph replay beyond its busy time:
-    graph_launch_s (a kernel's start and ramp, and the gap to the next), except for a kernel
-    priced by its family's measured curve, whose small sizes hold its start already: it adds
-    only the gap between replayed kernels (graph_gap_s, where the spec measures it)."""
-    if kc["family"] in hw.family_curves and hw.graph_gap_s is not None:
+    graph_launch_s (a kernel's start and ramp, and the gap to the next), or where every byte it
+    reads is in L2 (`warm`: rooflab.l2_residency) graph_warm_launch_s, where the spec measures
+    it. A kernel whose busy time holds its start adds only the gap between replayed kernels
+    (graph_gap_s, where measured): one priced by its family's measured curve, or an SDPA call
+    with its backend's measured fixed time (both fitted on the profiler's kernel times, small
+    sizes included)."""
+    if hw.graph_gap_s is not None and (kc["family"] in hw.family_curves
+                                       or kc["family"] in hw.attention_backend_fixed_s):
         return hw.graph_gap_s
-    return hw.graph_launch_s
+    if hw.graph_warm_launch_s is None:
+        return hw.graph_launch_s
+    return vwhere(warm, hw.graph_warm_launch_s, hw.graph_launch_s)
 
 
 def host_times(schedule: Schedule, hw: Hardware) -> list[float]:

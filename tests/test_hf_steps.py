@@ -52,18 +52,22 @@ def test_step_time_errors_meet_the_target_and_are_pinned(rows):
     # per query head (Gemma-3-1B), and a replayed kernel priced by a measured curve adds
     # graph_gap_us (0.18 us on the calibration's lease, 0.62 on another: small-batch decode,
     # ~1,700 kernels, is under-predicted by up to 16 %), and a GEMM's weight comes from HBM,
-    # not from L2 as in the curve's back-to-back timing (9.1 % before). Prefill is
-    # over-predicted (GEMMs on zero ids run faster). Pinned, so that a change of the model
-    # shows here.
+    # not from L2 as in the curve's back-to-back timing. A replayed SDPA call adds the gap, its
+    # backend's fixed time holding its start, and a kernel reading from L2 the warm figure
+    # (rooflab/l2_residency.py): graph 10.7 % (8.4 before those two), because this run's
+    # lease replayed each kernel with a longer gap than the spec's: at that lease's 0.62 us
+    # the median is 3.0 % with a signed median of +0.4 % (3.1 and +2.1 % before them).
+    # Prefill is over-predicted (GEMMs on zero ids run faster). Pinned, so that a change of
+    # the model shows here.
     eager = steps.median_abs(r.eager_error for r in rows)
     graph = steps.median_abs(r.graph_error for r in rows)
     assert eager <= 0.15 and graph <= 0.15
     assert eager == pytest.approx(0.062, abs=0.005)
-    assert graph == pytest.approx(0.084, abs=0.005)
+    assert graph == pytest.approx(0.107, abs=0.005)
     prefill_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "prefill")
     decode_graph = steps.median_abs(r.graph_error for r in rows if r.step.phase == "decode")
-    assert prefill_graph == pytest.approx(0.061, abs=0.005)
-    assert decode_graph == pytest.approx(0.098, abs=0.005)      # 10.9 % before
+    assert prefill_graph == pytest.approx(0.063, abs=0.005)
+    assert decode_graph == pytest.approx(0.124, abs=0.005)
 
 
 def test_the_gate_fails_without_the_repeat_kv_copy_family():
@@ -74,7 +78,7 @@ def test_the_gate_fails_without_the_repeat_kv_copy_family():
     rows = steps.compare(run, replace(hw, family_curves=curves))
     decode = [r for r in rows if r.step.phase == "decode"]
     assert steps.median_abs(r.graph_error for r in rows) > 0.15
-    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.262, abs=0.005)
+    assert steps.median_abs(r.graph_error for r in decode) == pytest.approx(0.287, abs=0.005)
 
 
 def test_not_a_run_file_is_one_line(tmp_path):
@@ -104,7 +108,7 @@ def test_a_second_lease_reproduces_the_graph_figures():
     rows = steps.compare(run, api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml")))
     graph = steps.median_abs(r.graph_error for r in rows)
     assert graph <= 0.15
-    assert graph == pytest.approx(0.082, abs=0.005)           # 9.1 % before HBM-read weights
+    assert graph == pytest.approx(0.104, abs=0.005)           # 3.4 % at its gap, 0.62 us
     assert steps.median_abs(r.eager_error for r in rows) == pytest.approx(0.171, abs=0.005)
     assert run.eager_dispatch_s == pytest.approx(10.24e-6, rel=1e-2)   # x.add_(1), this lease
 
@@ -114,7 +118,7 @@ def test_a_run_with_its_own_host_steps_fits_the_module_cost():
     # shrunk all-layer decode step in the same process (host time alone). The module call cost
     # that closes those steps' gap is fitted from them (median over the 6 models), so the
     # eager prediction uses no constant from another machine: eager 15.0 %, at the 15 %
-    # target's edge (15.03 %, not met), graph 8.2 %. This lease's host was noisy: the same
+    # target's edge (15.03 %, not met), graph 9.9 %. This lease's host was noisy: the same
     # host work of Llama-3.2-1B decode b1 took 13.1 ms at context 1024 and 23.0 ms at 4096.
     run = steps.load(ROOT / "reports" / "hf_eager" / "h200-2026-12-04-r5.json")
     hw = api.load_hardware(str(ROOT / "hardware_specs/measured/h200.yaml"))
@@ -125,4 +129,4 @@ def test_a_run_with_its_own_host_steps_fits_the_module_cost():
     graph = steps.median_abs(r.graph_error for r in rows)
     assert graph <= 0.15
     assert eager == pytest.approx(0.150, abs=0.005)
-    assert graph == pytest.approx(0.082, abs=0.005)           # 9.2 % before HBM-read weights
+    assert graph == pytest.approx(0.099, abs=0.005)

@@ -41,13 +41,15 @@ def test_tpot_under_cuda_graphs_within_the_target_and_eager_pinned(rows):
     # Under CUDA graphs a decode step is its kernels' device time, the repeat_kv copies of a
     # static cache priced as ATen's copy out of an expanded view (copy_broadcast), a kernel of
     # a few bytes at its family's fixed GPU time, the weights read from HBM past the curve's
-    # L2-resident timing: 5.5 % (6.8 % before that).
+    # L2-resident timing, an SDPA call adding the replay gap, a kernel reading from L2 the
+    # warm figure: 7.5 %. (Like tests/test_hf_steps.py, this lease replayed each kernel with a
+    # longer gap than the spec's calibration measured.)
     # Eager decode is host-bound and NOT within the target: generate() spends about 20 us per
     # ATen op of Python (sampling, stopping criteria, cache bookkeeping between steps) where
     # the host model charges transformers' forward alone; under-predicted, 31.6 %. Pinned.
     eager = serving.median_abs(r.tpot_error for r in rows if r.mode == "eager")
     graph = serving.median_abs(r.tpot_error for r in rows if r.mode == "graph")
     assert graph <= 0.15
-    assert graph == pytest.approx(0.055, abs=0.005)
+    assert graph == pytest.approx(0.075, abs=0.005)
     assert eager == pytest.approx(0.316, abs=0.01)
     assert all(r.tpot_error < 0.1 for r in rows)     # never over-predicted by more than 10 %

@@ -196,11 +196,14 @@ def test_every_committed_run_is_found_with_its_gpu_and_calibration():
 # that the current model re-predicts every committed run exactly as before. The H200's four runs
 # launched M=128, N=4096, K=4096 on 128x128 tiles (32 on 132 SMs, 38 µs); gemm_tile now takes
 # 64x64 there (128 tiles, 14.6 µs predicted), so those two kernels read -62 % and -63 %
-FIGURES = {"h100-sxm-2026-12-07.json": (0.0320, 0.1453, 0.0475),
-           "h200-2026-12-02.json": (0.0340, 0.1495, 0.0555),
-           "h200-2026-12-03-run1.json": (0.0360, 0.1493, 0.0622),
-           "h200-2026-12-03.json": (0.0402, 0.1324, 0.0393),
-           "h200-2026-12-04.json": (0.0316, 0.1319, 0.0449)}
+# (A replayed kernel that reads only what the case's earlier kernels wrote pays the warm figure,
+# rooflab/l2_residency.py: fusion speedups 4.75 -> 6.19 % on the H100 run, better on the four
+# H200 runs: 5.55 -> 5.45, 6.22 -> 4.02, 3.93 -> 3.88, 4.49 -> 3.80 %.)
+FIGURES = {"h100-sxm-2026-12-07.json": (0.0320, 0.1453, 0.0619),
+           "h200-2026-12-02.json": (0.0340, 0.1495, 0.0545),
+           "h200-2026-12-03-run1.json": (0.0360, 0.1493, 0.0402),
+           "h200-2026-12-03.json": (0.0402, 0.1324, 0.0388),
+           "h200-2026-12-04.json": (0.0316, 0.1319, 0.0380)}
 
 
 @pytest.mark.parametrize("path", RUN_FILES, ids=[p.name for p in RUN_FILES])

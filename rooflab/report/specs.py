@@ -64,6 +64,8 @@ def render_show(hw: Hardware) -> str:
                      "derived", "fp32 instruction rate / 8 instructions per weight (ASSUMED)"])
     add("eager dispatch per op", spec.launch.eager_dispatch_us, "µs")
     add("graph launch per kernel", spec.launch.graph_launch_us, "µs")
+    if spec.launch.graph_warm_launch_us:
+        add("graph launch per kernel reading from L2", spec.launch.graph_warm_launch_us, "µs")
     add("minimum kernel", spec.launch.min_kernel_us, "µs")
     for label, fig in (("eager GEMM call", spec.launch.gemm_dispatch_us),
                        ("eager view call (no kernel)", spec.launch.view_dispatch_us),

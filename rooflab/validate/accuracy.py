@@ -5,8 +5,10 @@ What a measurement corresponds to (rooflab/validate/run.py times it this way):
   kernel         one launch after an L2 flush, timed with CUDA events: busy time + min_kernel_s
                  (the host's launch is hidden behind the flush, so no dispatch stall)
   graph schedule the schedule's kernels replayed as one CUDA graph after an L2 flush:
-                 Σ (busy + graph_launch_s), the first kernel starting like a lone kernel
-                 (min_kernel_s instead of graph_launch_s); the graph's launch hides in the flush
+                 Σ (busy + its replay figure: graph_launch_s, or graph_warm_launch_s reading only
+                 what earlier kernels of the case wrote, rooflab/l2_residency.py), the first
+                 kernel starting like a lone kernel (min_kernel_s instead of its replay figure);
+                 the graph's launch hides in the flush
   eager schedule the kernels launched one by one from Python: the eager launch model with the
                  spec's `triton_launch_us` as the per-kernel dispatch, less the first dispatch
 """
@@ -45,7 +47,7 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
     """Predictions for one case under one schedule, in the form the measurements take;
     `source` names the case in errors."""
     graph = workload.load_dict(workload_dict, params, source)
-    pred = api.predict_graph(graph, hw, schedule, "graph", "rooflab")
+    pred = api.predict_graph(graph, hw, schedule, "graph", "rooflab", l2_flushed=True)
     kernels, classes, bounds, nbytes = {}, {}, {}, {}
     for k in pred.kernels:
         busy = max(k.compute_s, k.memory_s, k.link_s)
@@ -53,7 +55,9 @@ def predict_case(workload_dict: dict, params: dict[str, int], hw: Hardware,
         classes[k.name] = kernel_op_class(k.kinds, k.fusion)
         bounds[k.name] = k.bound
         nbytes[k.name] = k.hbm_bytes
-    graph_s = pred.totals.time_s - hw.graph_replay_s + hw.min_kernel_s - hw.graph_launch_s
+    first = pred.kernels[0]
+    graph_s = (pred.totals.time_s - hw.graph_replay_s + hw.min_kernel_s
+               - first.launch_s / first.launches)
     dispatch = hw.triton_launch_s or hw.eager_dispatch_s
     eager = api.predict_graph(graph, replace(hw, eager_dispatch_s=dispatch), schedule, "eager",
                               "rooflab")

@@ -81,6 +81,9 @@ def write_spec(base: HardwareFile, m: dict, provenance: dict, raw_path: str) -> 
     spec["launch"]["eager_dispatch_us"] = fig(m["eager_dispatch_us"], "tiny eager PyTorch op")
     spec["launch"]["graph_launch_us"] = fig(m["graph_launch_us"], "per 4 MiB copy kernel in a CUDA "
                                             "graph, beyond its transfer time")
+    if "graph_tiny_us" in m:
+        spec["launch"]["graph_warm_launch_us"] = fig(m["graph_tiny_us"], "per tiny add_ in a "
+                                                     "CUDA graph replayed back to back (in L2)")
     spec["launch"]["min_kernel_us"] = fig(m["min_kernel_us"], "256 KiB Triton copy after an L2 flush, "
                                           "replayed as a one-kernel CUDA graph")
     spec["launch"]["triton_launch_us"] = fig(m["triton_launch_us"], "tiny Triton kernel launched from Python")

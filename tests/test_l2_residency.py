@@ -1,0 +1,112 @@
+"""Which replayed kernels read only from L2 (rooflab/l2_residency.py), and what each pays."""
+
+from dataclasses import replace
+
+import pytest
+
+from rooflab import api, workload
+
+# x is 2 KiB; big is 64 MiB, more than the H200's L2 (50 MB)
+DOC = """
+name: l2
+tensors:
+  x: {shape: [1024], dtype: bf16}
+  big: {shape: [16, 1048576], dtype: fp32}
+  cache: {shape: [64, 1024], dtype: bf16}
+  pos: {shape: [1], dtype: int64}
+ops:
+  - {name: a, kind: relu, inputs: [x], outputs: [y]}
+  - {name: b, kind: exp, inputs: [y], outputs: [z]}
+  - {name: c, kind: add, inputs: [z, x], outputs: [w]}
+  - {name: d, kind: neg, inputs: [big], outputs: [big2]}
+  - {name: e, kind: neg, inputs: [z], outputs: [v]}
+  - {name: f, kind: reshape, inputs: [w], outputs: [w2], shape: [1, 1024]}
+  - {kind: index_copy, name: write, axis: 0, inputs: [cache, pos, w2], outputs: [c2]}
+  - {name: g, kind: sum, inputs: [c2], outputs: [s], axis: 1}
+"""
+WARM_S, COLD_S = 1e-6, 2e-6
+
+
+@pytest.fixture
+def hw(h200):
+    return replace(h200, graph_warm_launch_s=WARM_S, graph_launch_s=COLD_S)
+
+
+def _launches(tmp_path, hw, **kw):
+    f = tmp_path / "l2.yaml"
+    f.write_text(DOC)
+    p = api.predict_graph(workload.load(str(f)), hw, "unfused", "graph", "rooflab", **kw)
+    return {k.name: k.launch_s for k in p.kernels}, p
+
+
+def test_after_a_flush_only_what_the_step_wrote_since_is_in_l2(tmp_path, hw):
+    launch, _ = _launches(tmp_path, hw, l2_flushed=True)
+    assert launch == pytest.approx({
+        "a": COLD_S,        # reads the step's input x
+        "b": WARM_S,        # reads y, which a wrote (2 KiB, nothing moved between)
+        "c": COLD_S,        # reads z (in L2) and x (not)
+        "d": COLD_S,        # reads the step's input big
+        "e": COLD_S,        # reads z, but c and d moved 128 MiB since b wrote it
+        "write": COLD_S,    # reads the step's input pos
+        "g": COLD_S,        # reads the cache: the write put one row of it in L2, not the rest
+    })
+
+
+def test_replayed_back_to_back_small_inputs_stay_in_l2(tmp_path, hw):
+    # the step moves more than the L2 (d's 128 MiB), so only small inputs stay between replays
+    launch, p = _launches(tmp_path, hw)
+    assert launch == pytest.approx({
+        "a": WARM_S,        # x: 2 KiB
+        "b": WARM_S,
+        "c": WARM_S,        # z, just written, and x
+        "d": COLD_S,        # big: 64 MiB
+        "e": COLD_S,        # z, pushed out by d
+        "write": COLD_S,    # w, pushed out by d (pos is small)
+        "g": WARM_S,        # the cache: 128 KiB
+    })
+    # the replay: one graph launch, then each kernel's busy time and start
+    busy = sum(max(k.compute_s, k.memory_s) for k in p.kernels)
+    assert p.totals.time_s == pytest.approx(hw.graph_replay_s + busy + 4 * WARM_S + 3 * COLD_S)
+
+
+def test_a_step_that_fits_the_l2_reads_all_its_inputs_from_it(tmp_path, hw):
+    # without d the step moves under 5 MiB (its 64 MiB `big` is never read), and every
+    # input (the 2 MiB cache among them) stays in L2 between replays
+    f = tmp_path / "fits.yaml"
+    f.write_text(DOC.replace("  - {name: d, kind: neg, inputs: [big], outputs: [big2]}\n", "")
+                 .replace("cache: {shape: [64, 1024]", "cache: {shape: [1024, 1024]"))
+    p = api.predict_graph(workload.load(str(f)), hw, "unfused", "graph", "rooflab")
+    assert [k.name for k in p.kernels] == ["a", "b", "c", "e", "write", "g"]
+    assert [k.launch_s for k in p.kernels] == pytest.approx([WARM_S] * 6)
+    flushed = api.predict_graph(workload.load(str(f)), hw, "unfused", "graph", "rooflab",
+                                l2_flushed=True)
+    assert [k.launch_s for k in flushed.kernels] == pytest.approx(
+        [COLD_S, WARM_S, COLD_S, WARM_S, COLD_S, COLD_S])
+
+
+def test_a_spec_without_the_warm_figure_pays_graph_launch_s(tmp_path, h200):
+    assert h200.graph_warm_launch_s is None
+    launch, _ = _launches(tmp_path, h200)
+    assert list(launch.values()) == pytest.approx([h200.graph_launch_s] * 7)
+
+
+def test_eager_launches_do_not_depend_on_l2(tmp_path, hw):
+    launch, _ = _launches(tmp_path, hw)
+    f = tmp_path / "l2.yaml"
+    e = api.predict_graph(workload.load(str(f)), hw, "unfused", "eager", "rooflab")
+    assert all(k.launch_s >= hw.min_kernel_s for k in e.kernels)
+
+
+def test_a_replayed_sdpa_call_with_a_measured_fixed_time_adds_the_gap(masked_decode):
+    # the backend's fixed time is fitted on profiled kernel times, so it holds the kernel's
+    # start: replayed, the call adds graph_gap_s per launch, as a family-curve kernel does
+    hw = api.load_hardware("measured/h200.yaml")
+    graph = workload.load(str(masked_decode("bf16")))
+    (k,) = api.predict_graph(graph, hw, "unfused", "graph").kernels
+    assert k.family in hw.attention_backend_fixed_s
+    assert k.launch_s == pytest.approx(k.launches * hw.graph_gap_s)
+    # without the fixed time it pays the replay figure: the KV cache (256 KiB each) is small
+    # enough to stay in L2 between replays
+    bare = replace(hw, attention_backend_fixed_s={})
+    (k,) = api.predict_graph(graph, bare, "unfused", "graph").kernels
+    assert k.launch_s == pytest.approx(k.launches * hw.graph_warm_launch_s)
