@@ -9,7 +9,8 @@ Per kernel (docs/cost-model.md says why each term is there):
     time_s    = busy_s + launch_s
     launch_s  = eager: min_kernel_s + any stall waiting for the CPU;  graph: graph_launch_s
                 (graph_warm_launch_s reading only from L2, rooflab/l2_residency.py; a kernel
-                priced by a measured family curve: graph_gap_s and no min_kernel_s)
+                priced by a measured family curve: graph_gap_s and no min_kernel_s; an SDPA
+                call with a measured fixed time: graph_gap_s)
 waves: share of the SMs a GEMM's tiles (or a row kernel's rows) keep busy; sfu_s: special-
 function ops; dequant_s: int weights unpacked in registers, once per GEMM row tile; balance:
 share of the SMs a causal FlashAttention kernel keeps busy.
@@ -507,8 +508,13 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     # cudagraph trees do not replay a step that writes an input: reduce-overhead runs it compiled
     mode = "compiled" if launch == "reduce-overhead" and schedule.graph.written_inputs else launch
     replayed = mode in ("graph", "reduce-overhead")
-    warm = warm_kernels(info, schedule, priced, hw.l2_bytes, l2_flushed) if replayed \
-        else [False] * len(priced)
+    # GPU seconds each kernel's launches add beyond its busy time (eager: and any CPU stall)
+    if replayed:
+        warm = warm_kernels(info, schedule, priced, hw.l2_bytes, l2_flushed)
+        starts = [graph_launch_s(p, k.generated_launches, hw, w)
+                  for p, k, w in zip(priced, schedule.kernels, warm)]
+    else:
+        starts = [floor_s(p, hw) * p["launches"] for p in priced]
     host = compiled_host_times(schedule, hw) if mode == "compiled" else \
         host_times(schedule, hw) if kernels == "aten" else [hw.eager_dispatch_s] * len(priced)
     out: list[KernelCost] = []
@@ -518,23 +524,20 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
         gpu_s = cpu_s = hw.graph_replay_s + trees_s
     elif mode == "compiled":
         cpu_s = hw.compiled_call_host_s      # guards and the wrapper, before its first launch
-    for kc, host_s, w in zip(priced, host, warm):
+    for kc, host_s, start_s in zip(priced, host, starts):
         busy = kc.pop("time_s")
+        launch_s = start_s
         if not replayed:
             cpu_s += host_s
-            start = vmax(gpu_s, cpu_s)
-            launch_s = (start - gpu_s) + floor_s(kc, hw) * kc["launches"]
-        else:
-            launch_s = graph_launch_s(kc, hw, w) * kc["launches"]
+            launch_s += vmax(gpu_s, cpu_s) - gpu_s
         time_s = busy + launch_s
         gpu_s += time_s
         out.append(KernelCost(**kc, launch_s=launch_s, time_s=time_s))
     if replayed:
         gpu_s = cpu_s + copy_s + sum(k.time_s for k in out)
     # CPU-bound when dispatching takes longer than the GPU needs for the work it is given
-    gpu_work_s = copy_s + sum(_busy(p["compute_s"], p["memory_s"], p["link_s"])
-                              + (graph_launch_s(p, hw, w) if replayed else floor_s(p, hw))
-                              * p["launches"] for p, w in zip(priced, warm))
+    gpu_work_s = copy_s + sum(_busy(p["compute_s"], p["memory_s"], p["link_s"]) + start_s
+                              for p, start_s in zip(priced, starts))
     totals = replace(_totals(out, gpu_s, cpu_bound=cpu_s >= gpu_work_s), host_s=cpu_s,
                      gpu_s=gpu_work_s)
     notes = schedule.notes + _family_notes(out, hw) + launch_notes(schedule, launch, hw)

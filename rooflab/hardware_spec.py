@@ -173,8 +173,8 @@ class LaunchSpec(_Strict):
     # host time of one CUDA-graph replay call from Python (cudaGraphLaunch), default: eager_dispatch_us
     graph_replay_us: Figure | None = None
     # per kernel of a graph replay beyond the kernel's own (profiled) device time: what a kernel
-    # priced by a measured family curve, which holds its fixed GPU time, adds in a replayed
-    # step. Default: graph_launch_us
+    # priced by a measured family curve, or an SDPA call with its backend's sdpa_fixed_us, both
+    # holding its fixed GPU time, adds in a replayed step. Default: graph_launch_us
     graph_gap_us: Figure | None = None
     # per replayed kernel whose reads all hit L2 (rooflab.l2_residency): a tiny kernel replayed
     # back to back. Default: graph_launch_us

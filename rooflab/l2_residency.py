@@ -31,17 +31,18 @@ SMALL_INPUT_BYTES = 1 << 20
 
 
 def warm_kernels(info, schedule: Schedule, priced: list[dict], l2_bytes: float,
-                 flushed: bool = False) -> list:
+                 l2_flushed: bool = False) -> list:
     """Per kernel of `schedule`, whether every tensor it reads is in L2 when it starts: a
     bool, or per grid point a boolean array where the bytes vary over a sweep. `info`: the
     graph's facts (rooflab.cost's _Graphinfo: each op's read positions, view roots);
-    `priced`: each kernel's numbers (its HBM bytes read and written); `flushed`: the step
-    runs after an L2 flush, else it is replayed back to back."""
+    `priced`: each kernel's numbers (its HBM bytes read and written); `l2_flushed`: the step
+    runs after an L2 flush, else it is replayed back to back. An opaque op's declared
+    traffic counts as a step input that is never small."""
     g = schedule.graph
     moved_before = [0]                    # HBM bytes moved by kernels 0 .. i-1
     for p in priced:
         moved_before.append(moved_before[-1] + p["hbm_read_bytes"] + p["hbm_write_bytes"])
-    step_fits = False if flushed else moved_before[-1] <= l2_bytes
+    step_fits = False if l2_flushed else moved_before[-1] <= l2_bytes
     written_at: dict[str, int] = {}       # root tensor -> the last kernel that wrote it
     warm = []
     for i, kernel in enumerate(schedule.kernels):
@@ -57,13 +58,22 @@ def warm_kernels(info, schedule: Schedule, priced: list[dict], l2_bytes: float,
                     # the lines moved since t was written, t's own among them
                     ok = ok & (moved_before[i] - moved_before[p + 1] + g.tensors[t].nbytes
                                <= l2_bytes)
-                elif flushed:
+                elif l2_flushed:
                     ok = False
                 else:
                     ok = ok & (step_fits | (t is not None
                                             and g.tensors[t].nbytes <= SMALL_INPUT_BYTES))
         warm.append(ok)
-        # a scatter writes a few rows of its target: the rest of it is where it was
-        written_at.update(dict.fromkeys((info.rt(t) for j in kernel.ops if j not in info.scatters
-                                         for t in g.ops[j].outputs), i))
+        for j in kernel.ops:
+            op = g.ops[j]
+            if j not in info.scatters:
+                written_at.update(dict.fromkeys((info.rt(t) for t in op.outputs), i))
+                continue
+            # a scatter writes a few rows of its target (input 0): its result is where the
+            # target was
+            out, target = info.rt(op.outputs[0]), info.rt(op.inputs[0])
+            if target in written_at:
+                written_at[out] = written_at[target]
+            else:
+                written_at.pop(out, None)
     return warm

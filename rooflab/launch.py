@@ -40,20 +40,22 @@ def floor_s(kc: dict, hw: Hardware) -> float:
     return 0.0 if kc["family"] in hw.family_curves else hw.min_kernel_s
 
 
-def graph_launch_s(kc: dict, hw: Hardware, warm=False) -> float:
-    """GPU-side seconds a kernel adds per launch in a CUDA-graph replay beyond its busy time:
-    graph_launch_s (a kernel's start and ramp, and the gap to the next), or where every byte it
-    reads is in L2 (`warm`: rooflab.l2_residency) graph_warm_launch_s, where the spec measures
-    it. A kernel whose busy time holds its start adds only the gap between replayed kernels
-    (graph_gap_s, where measured): one priced by its family's measured curve, or an SDPA call
-    with its backend's measured fixed time (both fitted on the profiler's kernel times, small
-    sizes included)."""
+def graph_launch_s(kc: dict, generated_launches: int, hw: Hardware, warm=False) -> float:
+    """GPU-side seconds a kernel's launches add in a CUDA-graph replay beyond its busy time.
+    Each pays graph_launch_s (a kernel's start and ramp, and the gap to the next), or where
+    every byte it reads is in L2 (`warm`, a bool or per grid point: rooflab.l2_residency)
+    graph_warm_launch_s, where the spec measures it. A kernel whose busy time holds its start
+    adds only the gap between replayed kernels (graph_gap_s, where measured): one priced by
+    its family's measured curve, or an SDPA call with its backend's measured fixed time (both
+    fitted on the profiler's kernel times, small sizes included); the `generated_launches`
+    of such a call (Inductor's mask kernel before an SDPA call) pay their start."""
+    start_s = hw.graph_launch_s if hw.graph_warm_launch_s is None else \
+        vwhere(warm, hw.graph_warm_launch_s, hw.graph_launch_s)
     if hw.graph_gap_s is not None and (kc["family"] in hw.family_curves
                                        or kc["family"] in hw.attention_backend_fixed_s):
-        return hw.graph_gap_s
-    if hw.graph_warm_launch_s is None:
-        return hw.graph_launch_s
-    return vwhere(warm, hw.graph_warm_launch_s, hw.graph_launch_s)
+        return (kc["launches"] - generated_launches) * hw.graph_gap_s \
+            + generated_launches * start_s
+    return kc["launches"] * start_s
 
 
 def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
