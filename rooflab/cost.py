@@ -45,8 +45,8 @@ from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      IMPLEMENTATIONS, attention_backend, curve_bytes,
                                      eager_family, gathered_rows, priced_as)
 from rooflab.l2_residency import warm_kernels
-from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, graph_launch_s,
-                            host_times, launch_notes, reduce_overhead_s)
+from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, host_times,
+                            launch_notes, reduce_overhead_s, replayed_launches_s)
 from rooflab.ops import (OPAQUE_TRAFFIC, KINDS, OpCost, Role, attention_pairs, view_regions,
                          view_roots)
 from rooflab.ops.base import row_major, same_layout
@@ -511,7 +511,7 @@ def predict(schedule: Schedule, hw: Hardware, launch: str = "eager",
     # GPU seconds each kernel's launches add beyond its busy time (eager: and any CPU stall)
     if replayed:
         warm = warm_kernels(info, schedule, priced, hw.l2_bytes, l2_flushed)
-        starts = [graph_launch_s(p, k.generated_launches, hw, w)
+        starts = [replayed_launches_s(p, k.generated_launches, hw, w)
                   for p, k, w in zip(priced, schedule.kernels, warm)]
     else:
         starts = [floor_s(p, hw) * p["launches"] for p in priced]

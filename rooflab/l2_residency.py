@@ -1,11 +1,9 @@
 """Which kernels of a CUDA-graph replay read only bytes the L2 holds.
 
 A replayed kernel whose every load hits L2 starts sooner than one that waits on HBM for its
-first lines: a Triton copy of 2 to 128 KiB a tensor adds 1.0 to 1.2 µs beyond its transfer
-when its inputs are in L2, and 1.3 to 1.9 µs after an L2 flush (H100, 100 copies in one
-graph; lab/replay_sizes/NOTES.md). The spec holds the two figures (graph_warm_launch_s,
-graph_launch_s); this module says which applies to each kernel: the warm one where every
-tensor the kernel reads is in L2.
+first lines. The spec holds the two per-kernel figures (graph_warm_launch_s, graph_launch_s;
+measured in lab/replay_sizes/NOTES.md); this module says which applies to each kernel: the
+warm one where every tensor the kernel reads is in L2.
 
 - A tensor an earlier kernel of the step wrote is in L2 when the bytes moved since (by the
   kernels in between, and the tensor itself) fit the L2: it keeps the lines touched last. A
@@ -14,9 +12,8 @@ tensor the kernel reads is in L2.
   back to back, as a decode loop replays it, and either the whole step's traffic fits the L2
   or the input is small (SMALL_INPUT_BYTES): the norm weights, biases, positions and rotary
   tables that a decode step's small kernels read behave as in L2 although the GEMMs stream
-  far more than the L2 between two reads of them (two decode steps measured under
-  reduce-overhead: lab/replay_sizes/NOTES.md); a KV cache or a weight does not. After an L2
-  flush (as rooflab's Triton validation times a case) every input comes from HBM.
+  far more than the L2 between two reads of them; a KV cache or a weight does not. After an
+  L2 flush (as rooflab's Triton validation times a case) every input comes from HBM.
 """
 
 from __future__ import annotations

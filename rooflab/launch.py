@@ -17,7 +17,7 @@ buffers or a static KV cache into the graph's static buffers (reduce_overhead_s)
 trees do not replay a graph that writes one of its inputs in place: reduce-overhead runs it as
 `compiled`, which is what is priced, and the notes say so (launch_notes).
 
-Here: the GPU-side seconds a kernel adds per launch (floor_s, graph_launch_s) and the host
+Here: the GPU-side seconds a kernel adds per launch (floor_s, replayed_launches_s) and the host
 seconds before each kernel (host_times for eager PyTorch, compiled_host_times for
 torch.compile's wrapper). rooflab.cost.predict runs the CPU and GPU timelines with them.
 """
@@ -40,7 +40,7 @@ def floor_s(kc: dict, hw: Hardware) -> float:
     return 0.0 if kc["family"] in hw.family_curves else hw.min_kernel_s
 
 
-def graph_launch_s(kc: dict, generated_launches: int, hw: Hardware, warm=False) -> float:
+def replayed_launches_s(kc: dict, generated_launches: int, hw: Hardware, warm=False) -> float:
     """GPU-side seconds a kernel's launches add in a CUDA-graph replay beyond its busy time.
     Each pays graph_launch_s (a kernel's start and ramp, and the gap to the next), or where
     every byte it reads is in L2 (`warm`, a bool or per grid point: rooflab.l2_residency)
