@@ -22,8 +22,9 @@ Launch modes (`eager`, `graph`, `compiled`): rooflab/launch.py, the host side of
 
 Kernel implementations (rooflab/kernel_families.py): `aten` prices each one-op kernel's bytes
 at its ATen family's measured bandwidth curve, and a whole-tensor reduction as split over the
-grid, as eager PyTorch runs them; `rooflab` prices rooflab's generated kernels at the copy curve.
-A schedule's policy says which runs it (`unfused` is eager PyTorch's); `predict` can override.
+grid, as eager PyTorch runs them; `rooflab` prices rooflab's generated kernels at the copy curve;
+the fusing schedules mix them (`inductor`, `rooflab+library`: a GEMM that fuses nothing stays
+the library's call). A schedule's policy says which runs it; `predict` can override.
 """
 
 from __future__ import annotations
@@ -266,16 +267,18 @@ def aten_family(info: _Graphinfo, kernel: Kernel) -> str:
     """The ATen family of a kernel that is one ATen call as eager PyTorch runs it: one op, and
     any that launch none of their own (addmm's bias in the GEMM's epilogue); "" for a fused
     kernel or an op no family's curve prices."""
-    g = info.graph
-    if any(g.ops[i].launches for i in kernel.ops[1:]):
-        return ""
-    return info.families[kernel.ops[0]] or ""
+    return (info.families[kernel.ops[0]] or "") if one_call(info, kernel) else ""
+
+
+def one_call(info: _Graphinfo, kernel: Kernel) -> bool:
+    """Whether the kernel is one library call: one op, and any that launch none of their own."""
+    return not any(info.graph.ops[i].launches for i in kernel.ops[1:])
 
 
 def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str) -> dict:
     """The counts and times of `price_kernel`'s record."""
     g = info.graph
-    aten = priced_as(kernels, kernel.anchor) == "aten"
+    aten = priced_as(kernels, kernel.anchor, one_call(info, kernel)) == "aten"
     family = aten_family(info, kernel) if aten else ""
     # SDPA called through ATen: the backend PyTorch picks, at that backend's measured efficiency
     first = g.ops[kernel.ops[0]]

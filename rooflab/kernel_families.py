@@ -13,6 +13,9 @@ copy runs at 4.3). So a kernel is priced for the implementation that runs it:
     `inductor` torch.compile's: its extern calls (a cuBLAS GEMM, SDPA, a library op or a
                collective: EXTERN_ROLES) run ATen's kernels and are priced as `aten`; the
                Triton kernels it generates are priced as `rooflab`'s
+    `rooflab+library`  a fusing schedule's: `rooflab`'s kernels, but a GEMM that fuses
+               nothing is the library call eager PyTorch makes (cuBLAS), priced as `aten`, so
+               that a schedule's GEMMs change price only where a fusion changes them
 
 `eager_family(op, ins, outs, roots)` names the family of a one-op kernel (None where no
 family's curve prices the op: attention, collectives, views). A 16-bit GEMM's family,
@@ -32,17 +35,20 @@ import numpy as np
 from rooflab.graph import Op, Tensor
 from rooflab.ops import KINDS, Role
 
-IMPLEMENTATIONS = ("rooflab", "aten", "inductor")
+IMPLEMENTATIONS = ("rooflab", "aten", "inductor", "rooflab+library")
 
 # The kernels torch.compile does not generate but calls through ATen (Inductor's extern kernels)
 EXTERN_ROLES = (Role.GEMM, Role.ATTENTION, Role.OPAQUE, Role.COLLECTIVE)
 
 
-def priced_as(kernels: str, anchor: Role) -> str:
+def priced_as(kernels: str, anchor: Role, one_call: bool) -> str:
     """The implementation ("rooflab" or "aten") whose prices a kernel built around `anchor` takes
-    when `kernels` (IMPLEMENTATIONS) runs the schedule."""
+    when `kernels` (IMPLEMENTATIONS) runs the schedule; `one_call`: the kernel is one op, and
+    any that launch none of their own (addmm's bias)."""
     if kernels == "inductor":
         return "aten" if anchor in EXTERN_ROLES else "rooflab"
+    if kernels == "rooflab+library":
+        return "aten" if anchor is Role.GEMM and one_call else "rooflab"
     return kernels
 
 FAMILIES: dict[str, str] = {

@@ -60,10 +60,13 @@ def test_each_op_falls_into_its_family(write_yaml, h200):
     assert p.kernels_impl == "aten"
 
 
-def test_fused_schedules_run_rooflab_kernels(write_yaml, h200):
+def test_fused_schedules_run_rooflab_kernels_and_the_library_gemm(write_yaml, h200):
+    # every kernel is rooflab's generated code but the GEMM that fuses nothing: it stays the
+    # library's call, as under `unfused` and `inductor`
     p = _kernels(write_yaml, _graph_text(), h200, schedule="fused")
-    assert p.kernels_impl == "rooflab"
-    assert all(k.family == "" for k in p.kernels)
+    assert p.kernels_impl == "rooflab+library"
+    assert {k.ops: k.family for k in p.kernels if k.family} == {("mm",): "gemm_cublas"}
+    assert len(p.kernels) > 1
 
 
 def test_a_family_curve_prices_its_kernels_and_only_them(write_yaml, h200):
@@ -350,6 +353,24 @@ def test_without_a_gemm_curve_the_tile_model_prices_and_says_so(write_yaml, h200
     # rooflab's own Triton GEMM keeps the tile model whatever the spec measured of cuBLAS
     own = _kernels(write_yaml, GEMM, _gemm_hw(h200), kernels="rooflab").kernels[0]
     assert own.family == "" and own.compute_s == pytest.approx(fused.compute_s, rel=1e-12)
+
+
+def test_fused_prices_a_lone_gemm_as_cublas_and_one_with_an_epilogue_by_the_tile_model(
+        write_yaml, h200):
+    # addmm's bias launches nothing of its own: the GEMM is one library call, priced as in
+    # test_a_cublas_gemm_is_priced_by_its_two_curves (4.6112 µs busy)
+    hw = _gemm_hw(h200)
+    lone = _kernels(write_yaml, GEMM, hw, schedule="fused").kernels[0]
+    assert lone.family == "gemm_cublas"
+    assert lone.time_s - lone.launch_s == pytest.approx(4.6112e-6, rel=1e-4)
+    # a bias add of its own rides in the GEMM's epilogue: rooflab's Triton GEMM, the tile
+    # model, whatever the spec measured of cuBLAS
+    fused = _kernels(write_yaml, GEMM.replace(", launches: 0", ""), hw, schedule="fused")
+    (k,) = fused.kernels
+    assert k.ops == ("mm", "bias") and k.fusion == "epilogue" and k.family == ""
+    own = _kernels(write_yaml, GEMM.replace(", launches: 0", ""), hw, "fused", "rooflab")
+    assert k.compute_s == pytest.approx(own.kernels[0].compute_s, rel=1e-12)
+    assert k.compute_s != pytest.approx(lone.compute_s, rel=1e-3)
 
 
 def test_inductor_prices_its_extern_gemm_as_cublas_and_its_kernels_as_triton(write_yaml, h200):
