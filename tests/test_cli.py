@@ -140,3 +140,47 @@ def test_fusions_what_torch_compile_leaves():
     assert same.exit_code == 0 and same.output == r.output
     bad = runner.invoke(app, ["fusions", "gemm_bias_gelu_residual", "--compare", "fused"])
     assert bad.exit_code == 2 and "expected BASELINE,SCHEDULE" in bad.output
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("args", [
+    ["report", "{w}", "-H", "h200", "-o", "{w}"],
+    ["predict", "{w}", "-H", "h200", "--html", "{w}"],
+    ["predict", "{w}", "-H", "{spec}", "--html", "{spec}"],
+    ["sweep", "{w}", "--batch", "1,2", "--csv", "{w}"],
+    ["trace", "{py}:build", "--input", "x=[8,512,1024]:bf16", "-o", "{py}"],
+    ["trace", "py:{py}:build", "--input", "x=[8,512,1024]:bf16", "-o", "{py}"],
+    ["validate", "--from", "{run}", "--html", "{run}"],
+    ["calibrate", "--from", "{cal}", "-o", "{cal}"],
+])
+def test_no_output_writes_over_a_file_the_command_reads(tmp_path, monkeypatch, args):
+    # even with --force: the user's workload, spec, program or run would be lost
+    w, spec = tmp_path / "mine.yaml", tmp_path / "gpu.yaml"
+    w.write_text((ROOT / "workloads" / "rmsnorm.yaml").read_text())
+    spec.write_text((ROOT / "hardware_specs" / "h200.yaml").read_text())
+    py = tmp_path / "model.py"
+    py.write_text((ROOT / "examples" / "transformer_block.py").read_text())
+    run = tmp_path / "run.json"
+    run.write_text((ROOT / "reports" / "validation" / "h200-2026-12-04.json").read_text())
+    cal = tmp_path / "h200-2026-12-04.json"
+    cal.write_text((ROOT / "reports" / "calibration" / "h200-2026-12-04.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    names = dict(w="mine.yaml", spec="gpu.yaml", py="model.py", run="run.json", cal=cal.name)
+    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    r = runner.invoke(app, [a.format(**names) for a in args] + ["--force"])
+    assert r.exit_code == 2, r.output
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in r.output
+    assert "which this command reads; not writing over it, even with --force" in err
+    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.parametrize("run", ["torch/h200-2026-12-04-r9.json"])
+def test_html_of_a_run_without_one_is_refused_not_skipped(tmp_path, run):
+    out = tmp_path / "r.html"
+    r = runner.invoke(app, ["validate", "--from", str(ROOT / "reports" / "validation" / run),
+                            "--html", str(out)])
+    assert r.exit_code == 2 and "--html: the HTML report is of Triton-backend runs" in r.stderr
+    assert not out.exists()

@@ -269,8 +269,13 @@ def test_output_paths(tmp_path):
 
 def test_existing_file_is_kept(tmp_path):
     g = _good(tmp_path)
-    _fails(["report", g, "-o", g], "exists; pass --force")
+    _fails(["report", g, "-o", g], "which this command reads; not writing over it")
+    _fails(["report", g, "-o", g, "--force"], "which this command reads; not writing over it")
     assert Path(g).read_text() == GOOD
+    other = str(tmp_path / "other.html")
+    Path(other).write_text("mine")
+    _fails(["report", g, "-o", other], "exists; pass --force")
+    assert Path(other).read_text() == "mine"
     # a device is never replaced, even with --force
     _fails(["predict", g, "--html", "/dev/null", "--force"], "not a regular file")
     assert os.path.exists("/dev/null") and not os.path.isfile("/dev/null")

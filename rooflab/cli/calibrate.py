@@ -39,8 +39,8 @@ def calibrate(
     if not gpu and not from_file:
         raise RooflabError("calibrate measures only with --gpu (or rebuilds a spec --from a "
                            "calibration's raw figures)")
-    if output is not None:
-        check_output("--output", output, force)     # before any measuring
+    if output is not None:                          # before any measuring
+        check_output("--output", output, force, reads=(from_file, torch_run, base))
     if from_file:
         from rooflab.validate import calspec
         base_hw = hwmod.load(base or _datasheet(calspec.raw_gpu(from_file), from_file))

@@ -69,13 +69,13 @@ def one_gpu(value: str, command: str) -> str:
 
 
 def check_outputs(outputs: list[tuple[str, str]], force: bool,
-                  make_parents: tuple[str, ...] = ()) -> None:
+                  make_parents: tuple[str, ...] = (), reads: tuple[str | None, ...] = ()) -> None:
     """check_output of each (option, path), the options in `make_parents` making their
     missing folders, and refuse two options naming one file (the second would write over the
     first)."""
     seen: dict[str, str] = {}
     for option, path in outputs:
-        check_output(option, path, force, option in make_parents)
+        check_output(option, path, force, option in make_parents, reads)
         key = os.path.realpath(path)
         if key in seen:
             raise RooflabError(f"{option} {path}: {seen[key]} writes that file too; give each "
@@ -83,11 +83,28 @@ def check_outputs(outputs: list[tuple[str, str]], force: bool,
         seen[key] = option
 
 
-def check_output(option: str, path: str, force: bool, make_parents: bool = False) -> None:
+def read_files(reads: tuple[str | None, ...]) -> list[str]:
+    """The files on disk that a command's arguments `reads` name: workload and spec paths,
+    comma-separated lists of them, py:FILE.py:FACTORY sources (hf: sources and bundled names
+    name none)."""
+    files = []
+    for arg in reads:
+        for part in split_list(arg or ""):
+            part = part.removeprefix("py:")
+            if part.split(":")[0].endswith(".py"):
+                part = part.split(":")[0]
+            if not part.startswith("hf:") and os.path.isfile(part):
+                files.append(part)
+    return files
+
+
+def check_output(option: str, path: str, force: bool, make_parents: bool = False,
+                 reads: tuple[str | None, ...] = ()) -> None:
     """Refuse, before any work, an output path that could not be written or would lose a
     file: a name too long, a folder that is missing (unless `make_parents`) or is a file, a
-    target that is a folder or not a regular file (even with --force), or one that exists
-    without --force."""
+    target that is a folder, not a regular file or one of the files the command reads
+    (`reads`: its input arguments, read_files) even with --force, or one that exists without
+    --force."""
     where = f"{option} {path}"
     if not path:
         raise RooflabError(f"{option}: expected a file name")
@@ -112,6 +129,10 @@ def check_output(option: str, path: str, force: bool, make_parents: bool = False
             raise RooflabError(f"{where}: is a folder; give a file name")
         if not stat.S_ISREG(st.st_mode):
             raise RooflabError(f"{where}: exists and is not a regular file; not replacing it")
+        read = next((f for f in read_files(reads) if os.path.samefile(f, path)), None)
+        if read is not None:
+            raise RooflabError(f"{where}: is {read}, which this command reads; not writing "
+                               "over it, even with --force")
         if not force:
             raise RooflabError(f"{where}: exists; pass --force to overwrite it")
     parent = os.path.dirname(os.path.abspath(path))

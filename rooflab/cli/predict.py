@@ -42,7 +42,8 @@ def predict(
     from rooflab.report import comparison, jsonout, table
 
     if html is not None:
-        check_output("--html", html, force)             # fail before predicting
+        check_output("--html", html, force,             # fail before predicting
+                     reads=(workload, hardware, schedule, compare))
     overrides = wl.parse_sets(sets)
     for flag, n in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--nodes", nodes),
                     ("--microbatches", microbatches)):
@@ -181,7 +182,7 @@ def trace(
     from rooflab.trace import to_yaml
 
     if output:
-        check_output("--output", output, force)
+        check_output("--output", output, force, reads=(source,))
     if not source.startswith(("hf:", "py:")) and ":" in source and source.split(":")[0].endswith(".py"):
         source = "py:" + source
     graph = api.load_workload(source, wl.parse_sets(sets), phase, tuple(inputs))
@@ -215,7 +216,8 @@ def report(
     from rooflab import api, workload as wl
     from rooflab.report import html as html_report
 
-    check_output("--output", output, force)           # fail before predicting
+    check_output("--output", output, force,           # fail before predicting
+                 reads=(workload, hardware, compare))
     html_report.check_target(output, force)
     graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     gpus = [api.load_hardware(h) for h in names_of("--hardware", hardware, "h200,b200")]

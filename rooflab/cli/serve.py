@@ -130,7 +130,7 @@ def sweep_cmd(
 
     outputs = [(o, p) for o, p in (("--csv", csv_path), ("--json", json_path), ("--html", html))
                if p is not None]
-    check_outputs(outputs, force)
+    check_outputs(outputs, force, reads=(model, hardware, prefill, schedules))
     gpus, batches, inputs, outs, _ = _serve_args(model, hardware, batch, input_tokens,
                                                  output_tokens, [])
     variants = _variants(sets)

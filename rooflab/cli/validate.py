@@ -46,7 +46,7 @@ def validate(
         raise RooflabError(f"--backend {backend}: expected triton or torch")
     check_outputs([(o, p) for o, p in (("--output", None if from_file or dry_run else output),
                                         ("--html", html)) if p is not None], force,
-                  make_parents=("--output",))
+                  make_parents=("--output",), reads=(workload, from_file, hardware))
     if from_file and output:
         raise RooflabError("--output names where a run on the GPU writes its results; --from "
                            "re-checks a saved run and writes none (--html writes a report)")
@@ -57,13 +57,20 @@ def validate(
     hw = api.load_hardware(one_gpu(spec, "validate"))
     note = note_for(hw)
 
+    def no_html(run_kind: str) -> None:
+        if html:
+            raise RooflabError(f"--html: the HTML report is of Triton-backend runs; {run_kind} "
+                               "has none (drop --html)")
+
     def run() -> None:
         from rooflab.validate import torch_compare, tp_compare
         if tp or from_file and tp_compare.is_run_file(from_file):
+            no_html("a tensor-parallel run")
             _validate_tp(hw, workload, gpu, from_file, output, force,
                          "decode" if phase is None else phase, wl.parse_sets(sets), tp)
             return
         if from_file and torch_compare.is_run_file(from_file) or backend == "torch":
+            no_html("a torch-backend run")
             _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
                             wl.parse_sets(sets))
             return
@@ -89,10 +96,12 @@ def validate(
         from rooflab.validate import serving as serving_runs
         if from_file and serving_runs.is_serve_file(from_file):
             # measured generation (lab/serve_h200): TTFT and TPOT against rooflab serve
+            no_html("a serving run")
             typer.echo(serving_runs.render(serving_runs.compare(serving_runs.load(from_file), hw)))
             return
         if from_file and steps.is_steps_file(from_file):
             # measured whole steps of Hugging Face models (lab/hf_eager): trace and re-predict each
+            no_html("a run of whole steps")
             typer.echo(steps.render(steps.compare(steps.load(from_file), hw)))
             return
         if from_file:
