@@ -24,7 +24,8 @@ def load_workload(path: str | Path, sets: dict[str, int] | None = None,
     spot: `hf:NAME_OR_CONFIG` (with `phase`, default decode, and `sets` batch/seq/context) or
     `py:FILE.py:FACTORY` (with `inputs` like "x=[16,4096]:bf16"); see rooflab/trace/source.py."""
     from rooflab.trace import source
-    if str(path).startswith("hf:"):
+    path = source.as_program(str(path))
+    if path.startswith("hf:"):
         return source.load(str(path), sets, phase if phase is not None else "decode", inputs)
     if phase not in (None, "decode"):
         raise RooflabError(f"--phase is for hf: models; {path} is one step (its sizes are set "

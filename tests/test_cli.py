@@ -184,3 +184,41 @@ def test_html_of_a_run_without_one_is_refused_not_skipped(tmp_path, run):
                             "--html", str(out)])
     assert r.exit_code == 2 and "--html: the HTML report is of Triton-backend runs" in r.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["predict", "rmsnorm", "-s", "fused", "--compare", "unfused,epilogue"],
+     "-s and --compare: --compare names every schedule printed"),
+    (["predict", "rmsnorm", "--nodes", "2"], "--nodes: the nodes a pipeline's stages spread over"),
+    (["validate", "--from", "reports/validation/h200-2026-12-04.json", "--split", "validation"],
+     "--split validation: the torch suite's calibration or validation cases"),
+    (["predict", "examples/transformer_block.py"],
+     "a Python file is traced as py:examples/transformer_block.py:FACTORY"),
+])
+def test_options_a_command_would_drop_are_refused(monkeypatch, args, message):
+    monkeypatch.chdir(ROOT)
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2 and message in r.stderr, r.output + r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_python_factory_needs_no_py_prefix(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    pytest.importorskip("torch")
+    args = ["--input", "x=[8,512,1024]:bf16", "--json"]
+    bare = runner.invoke(app, ["predict", "examples/transformer_block.py:build", *args])
+    prefixed = runner.invoke(app, ["predict", "py:examples/transformer_block.py:build", *args])
+    assert bare.exit_code == 0, bare.stderr
+    assert json.loads(bare.stdout) == json.loads(prefixed.stdout)
+
+
+def test_serve_says_when_not_one_sequence_fits(monkeypatch):
+    # Llama-3-70B's bf16 weights alone (141 GB) outgrow an L4's 24 GB
+    monkeypatch.chdir(ROOT)
+    r = runner.invoke(app, ["serve", "workloads/llama3_70b_decode.yaml", "-H", "l4", "--batch", "1"])
+    assert r.exit_code == 0, r.stderr
+    assert "largest batch that fits on l4 at 2048 + 256 tokens: none (not one sequence fits)" \
+        in r.stdout
+    r = runner.invoke(app, ["serve", "workloads/llama3_8b_decode.yaml", "--batch", "1",
+                            "--chunk", "100000"])
+    assert "prefilling at most 100000 tokens of every prompt" in r.stdout

@@ -19,7 +19,7 @@ from rooflab.terminal import printable
 def predict(
     workload: Annotated[str, typer.Argument(help="Workload YAML (or the name of a bundled one), hf:MODEL or py:FILE.py:FACTORY.")],
     hardware: Annotated[str, typer.Option("--hardware", "-H", help="GPU spec name(s) or YAML path(s), comma-separated.")] = "h100-sxm",
-    schedule: Annotated[str, typer.Option("--schedule", "-s", help="Fusion policy: unfused, epilogue, fused, inductor (torch.compile's default), or a policy YAML.")] = "unfused",
+    schedule: Annotated[Optional[str], typer.Option("--schedule", "-s", help="Fusion policy: unfused (the default), epilogue, fused, inductor (torch.compile's default), or a policy YAML.")] = None,
     compare: Annotated[Optional[str], typer.Option("--compare", help="Schedules A,B[,C...]: print each and what each later one's fusions save over A.")] = None,
     launch: Annotated[str, typer.Option("--launch", "-l", help="Launch mode(s): eager, graph, compiled, reduce-overhead (the last two torch.compile's; comma-separated).")] = "eager",
     sets: Annotated[list[str], typer.Option("--set", help="Override a workload parameter: --set batch=64 (repeatable).")] = [],
@@ -52,6 +52,13 @@ def predict(
     if overlap and as_json:
         raise RooflabError("--overlap with --json: the prediction schema (rooflab.prediction/1) "
                            "has no place for overlapped times; drop one of them")
+    if schedule is not None and compare is not None:
+        raise RooflabError("-s and --compare: --compare names every schedule printed; drop -s "
+                           "or add it to --compare")
+    schedule = schedule or "unfused"
+    if nodes > 1 and pp == 1:
+        raise RooflabError("--nodes: the nodes a pipeline's stages spread over; give --pp 2 or "
+                           "more")
     if microbatches > 1 and pp == 1:
         raise RooflabError("--microbatches: micro-batches fill a pipeline; give --pp 2 or more")
     if sp and tp == 1:
@@ -183,8 +190,6 @@ def trace(
 
     if output:
         check_output("--output", output, force, reads=(source,))
-    if not source.startswith(("hf:", "py:")) and ":" in source and source.split(":")[0].endswith(".py"):
-        source = "py:" + source
     graph = api.load_workload(source, wl.parse_sets(sets), phase, tuple(inputs))
     text = to_yaml.dump(graph, to_yaml.header(graph, "rooflab trace " + " ".join(sys.argv[2:])))
     if not output:

@@ -74,6 +74,9 @@ def validate(
             _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
                             wl.parse_sets(sets))
             return
+        if split:
+            raise RooflabError(f"--split {split}: the torch suite's calibration or validation "
+                               "cases, with --backend torch (or --from a torch run)")
         if workload:
             graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
             if source.is_program(workload):

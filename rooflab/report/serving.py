@@ -60,13 +60,15 @@ def render(table: ServeTable, title: str = "") -> str:
         lines.append("memory: weights, KV cache, workspace, and the activations of prefilling "
                      + ("every prompt of the batch at once (static batching; --chunk N takes "
                         "N tokens of each at a time)" if not meta.get("chunk") else
-                        f"{meta['chunk']} tokens of every prompt of the batch at a time"))
+                        f"at most {meta['chunk']} tokens of every prompt of the batch at a "
+                        "time"))
     # a sweep's answers differ by schedule and variant: named where the sweep has several
     named = [k for k in ("schedule", "variant") if len({f.get(k) for f in fits}) > 1]
     for fit in fits:
         of = ", ".join(str(fit[k]) for k in named)
         lines.append(printable(f"largest batch that fits on {fit['gpu']} at {fit['input_tokens']} + "
                                f"{fit['output_tokens']} tokens{f' ({of})' if of else ''}: "
-                               f"{fit['batch']}"))
+                               + (f"{fit['batch']}" if fit["batch"] else
+                                  "none (not one sequence fits)")))
     lines += [printable(f"note: {n}") for n in meta.get("notes", [])]
     return "\n".join(lines)

@@ -38,6 +38,18 @@ def is_program(source: str) -> bool:
     return isinstance(source, str) and source.startswith(PREFIXES)
 
 
+def as_program(source: str) -> str:
+    """`source` with the py: prefix a FILE.py:FACTORY written without one lacks; a Python file
+    named without its FACTORY is a RooflabError (YAML it is not)."""
+    head = source.split(":")[0]
+    if is_program(source) or not head.endswith(".py"):
+        return source
+    if ":" not in source:
+        raise RooflabError(f"{source}: a Python file is traced as py:{source}:FACTORY, FACTORY "
+                           "being the function in it that returns the module")
+    return "py:" + source
+
+
 def parse_input(spec: str, sets: dict[str, int]) -> tuple[str, tuple[int, ...], str]:
     """`name=[d0,d1,...]:dtype` (dtype default bf16) -> (name, shape, rooflab dtype name)."""
     m = _INPUT.match(spec)
