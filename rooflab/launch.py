@@ -138,9 +138,10 @@ def _call_inputs(graph: Graph) -> list[Tensor]:
 
 
 def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ...]:
-    """Notes on what prices the launch mode: which default prices torch.compile's host side
-    when the spec has none; what reduce-overhead adds to the replay, or that it does not replay
-    a graph that writes its inputs in place; that it runs Inductor's kernels."""
+    """Notes on what prices the launch mode: what a graph's replay adds beside its kernels;
+    which default prices torch.compile's host side when the spec has none; what reduce-overhead
+    adds to the replay, or that it does not replay a graph that writes its inputs in place;
+    that it runs Inductor's kernels."""
     written = sorted(schedule.graph.written_inputs)
     if launch == "reduce-overhead" and written:
         inputs = "input " if len(written) == 1 else "inputs "
@@ -162,6 +163,9 @@ def launch_notes(schedule: Schedule, launch: str, hw: Hardware) -> tuple[str, ..
             " (torch.compile runs Inductor's kernels: `-s inductor` prices those)"
         return (f"reduce-overhead (torch.compile): +{trees_s * 1e6:.0f} us host per call for "
                 f"cudagraph trees{default}{copy}{kernels}",)
+    if launch == "graph":
+        return (f"graph: the replay's one cudaGraphLaunch adds {hw.graph_replay_s * 1e6:.1f} us "
+                "to the total, in no kernel's row",)
     if launch != "compiled" or hw.compiled_call_s is not None:
         return ()
     return (f"{hw.name}: no measured compiled_call_us; a compiled call's host time is taken as "
