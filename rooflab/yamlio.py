@@ -244,5 +244,10 @@ def _union_alternatives(errors: list[dict], first: dict) -> list[str]:
 
 
 def did_you_mean(name: str, choices) -> str:
-    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
+    """" (did you mean 'x'?)" naming the choices that start with `name` (h100: h100-pcie,
+    h100-sxm), else the closest one; "" when none is close."""
+    names = [str(c) for c in choices]
+    close = sorted(c for c in names if c.startswith(str(name))) if name else []
+    if not 0 < len(close) <= 3:
+        close = difflib.get_close_matches(str(name), names, n=1)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""

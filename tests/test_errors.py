@@ -134,6 +134,8 @@ def test_unknown_hardware(tmp_path):
     p = tmp_path / "good.yaml"
     p.write_text(GOOD)
     _fails(["predict", str(p), "-H", "h300"], "unknown hardware 'h300'", "did you mean")
+    # a name that starts several: each of them
+    _fails(["predict", str(p), "-H", "h100"], r"\(did you mean 'h100-pcie' or 'h100-sxm'\?\)")
 
 
 def test_hardware_spec_with_unknown_source(tmp_path):

@@ -161,7 +161,8 @@ def fusions(
     graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
     modes = launch_modes(launch)
     if len(modes) != 1:
-        raise RooflabError(f"--launch {launch}: fusions takes one launch mode, eager, graph or compiled")
+        raise RooflabError(f"--launch {launch}: fusions takes one launch mode (eager, graph, "
+                           "compiled or reduce-overhead)")
     launch = modes[0]
     c = cmp.compare(api.predict_graph(graph, hw, baseline, launch),
                     api.predict_graph(graph, hw, schedule, launch))
