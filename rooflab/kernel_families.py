@@ -32,13 +32,22 @@ from math import prod
 
 import numpy as np
 
-from rooflab.graph import Op, Tensor
+from rooflab.graph import Graph, Op, Tensor
 from rooflab.ops import KINDS, Role
 
 IMPLEMENTATIONS = ("rooflab", "aten", "inductor", "rooflab+library")
 
 # The kernels torch.compile does not generate but calls through ATen (Inductor's extern kernels)
 EXTERN_ROLES = (Role.GEMM, Role.ATTENTION, Role.OPAQUE, Role.COLLECTIVE)
+
+
+def extern_call(graph: Graph, ops: tuple[int, ...], anchor: Role) -> bool:
+    """Whether the kernel of `graph`'s `ops` built around `anchor` is a library call
+    (EXTERN_ROLES), not generated code: a GEMM with an op fused in that launches its own is a
+    generated GEMM template (rooflab's, or Inductor's under max-autotune)."""
+    if anchor not in EXTERN_ROLES:
+        return False
+    return anchor is not Role.GEMM or not any(graph.ops[i].launches for i in ops[1:])
 
 
 def priced_as(kernels: str, anchor: Role, one_call: bool) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from rooflab.graph import Graph, Tensor
 from rooflab.grid import vwhere
 from rooflab.hardware import COMPILED_GRAPH_CALL_PER_DISPATCH, Hardware
-from rooflab.kernel_families import EXTERN_ROLES, foreach_copy_kind, foreach_copy_launches
+from rooflab.kernel_families import extern_call, foreach_copy_kind, foreach_copy_launches
 from rooflab.ops import KINDS, Role
 from rooflab.schedule import Schedule
 
@@ -100,13 +100,13 @@ def host_times(schedule: Schedule, hw: Hardware) -> list[float]:
 def compiled_host_times(schedule: Schedule, hw: Hardware) -> list[float]:
     """Seconds of host time torch.compile's generated wrapper spends before issuing each kernel
     of `schedule`: a Triton launch (compiled_launch_host_s) for each launch of a kernel Inductor
-    generates (a split reduction launches several); an ATen call (compiled_extern_host_s) for
-    an extern one (a GEMM, attention, a collective or an opaque library call), after a Triton
+    generates (a split reduction launches several; a GEMM with an epilogue); an ATen call
+    (compiled_extern_host_s) for an extern one (kernel_families.extern_call), after a Triton
     launch for each kernel generated for it (generated_launches). The call's own cost is not
     in the list."""
     return [hw.compiled_extern_host_s + hw.compiled_launch_host_s * k.generated_launches
-            if k.anchor in EXTERN_ROLES else hw.compiled_launch_host_s * k.launches
-            for k in schedule.kernels]
+            if extern_call(schedule.graph, k.ops, k.anchor)
+            else hw.compiled_launch_host_s * k.launches for k in schedule.kernels]
 
 
 def reduce_overhead_s(schedule: Schedule, hw: Hardware) -> tuple[float, float]:

@@ -21,7 +21,7 @@ from rooflab.grid import vmax
 from rooflab.hardware import Hardware
 from rooflab.inductor_rules import MAX_FUSION_DISTANCE, mask_launches, split_launches
 from rooflab.kernel_dag import KernelDag
-from rooflab.kernel_families import EXTERN_ROLES
+from rooflab.kernel_families import extern_call
 from rooflab.ops import KINDS, Role, allocates, view_roots
 from rooflab.policies import FusionPolicy, load_policy
 
@@ -64,12 +64,12 @@ class Schedule:
     notes: tuple[str, ...] = field(default=())
 
     def triton_and_extern(self) -> tuple[int, int]:
-        """(Triton kernels launched, extern library calls): what torch.compile's wrapper issues
-        when Inductor runs the schedule (a GEMM, attention, collective or opaque kernel is one
-        extern call; the rest, and the kernels generated for an extern call, are Triton)."""
-        extern = [k for k in self.kernels if k.anchor in EXTERN_ROLES]
-        return (sum(k.launches for k in self.kernels if k.anchor not in EXTERN_ROLES)
-                + sum(k.generated_launches for k in extern), len(extern))
+        """(Triton kernels launched, extern library calls) that torch.compile's wrapper issues
+        when Inductor runs the schedule (kernel_families.extern_call; the kernels generated for
+        an extern call, such as an SDPA's mask, are Triton)."""
+        ext = [extern_call(self.graph, k.ops, k.anchor) for k in self.kernels]
+        return sum(k.generated_launches if e else k.launches for k, e in zip(self.kernels, ext)), \
+            sum(ext)
 
 
 # ------------------------------------------------------------------------------------------

@@ -373,6 +373,16 @@ def test_fused_prices_a_lone_gemm_as_cublas_and_one_with_an_epilogue_by_the_tile
     assert k.compute_s != pytest.approx(lone.compute_s, rel=1e-3)
 
 
+def test_a_gemm_with_an_epilogue_is_a_generated_launch_not_an_extern_call(write_yaml, h200):
+    from rooflab.launch import compiled_host_times
+    epilogue = _kernels(write_yaml, GEMM.replace(", launches: 0", ""), h200, schedule="fused")
+    addmm = _kernels(write_yaml, GEMM, h200, schedule="fused")
+    assert epilogue.schedule.triton_and_extern() == (1, 0)
+    assert addmm.schedule.triton_and_extern() == (0, 1)
+    assert compiled_host_times(epilogue.schedule, h200) == [h200.compiled_launch_host_s]
+    assert compiled_host_times(addmm.schedule, h200) == [h200.compiled_extern_host_s]
+
+
 def test_inductor_prices_its_extern_gemm_as_cublas_and_its_kernels_as_triton(write_yaml, h200):
     hw = _gemm_hw(h200)
     p = _kernels(write_yaml, GEMM.replace(", launches: 0", ""), hw, schedule="inductor")
