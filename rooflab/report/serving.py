@@ -45,7 +45,9 @@ def render(table: ServeTable, title: str = "") -> str:
     lines = [printable(f"{subject}: {title}" if title else
                        f"{subject}: serving, {meta.get('schedule', '')} schedule, "
                        f"{meta.get('launch', '')} launch ({meta.get('method', '')})")]
-    lines.append(grid(head, body, left=set(range(len(cols))) | {len(head) - 1}))
+    # names read left-aligned, numbers (the GPU count among them) right-aligned
+    names = len(cols) - several_gpus
+    lines.append(grid(head, body, left=set(range(names)) | {len(head) - 1}))
     groups = [(f"{meta[k]} {what}") for k, what in (("tp", "tensor-parallel"),
               ("ep", "expert-parallel groups"), ("dp", "data-parallel replicas"))
               if meta.get(k, 1) > 1]
