@@ -204,6 +204,11 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
     elif e["type"] in _BOUNDS:
         word, key = _BOUNDS[e["type"]]
         msg = f"must be {word} {e.get('ctx', {}).get(key)}, got {e.get('input')!r}"
+    elif e["type"] in ("too_short", "too_long"):
+        ctx = e.get("ctx", {})
+        n = ctx.get("min_length") if e["type"] == "too_short" else ctx.get("max_length")
+        msg = f"expected {'at least' if e['type'] == 'too_short' else 'at most'} {n} " \
+              f"item{'s' if n != 1 else ''}, got {ctx.get('actual_length')}"
     elif e["type"] == "extra_forbidden":
         msg = f"unknown field '{loc[-1]}'"
         loc = loc[:-1] + (loc[-1],)
@@ -219,7 +224,8 @@ def raise_first(err: ValidationError, doc: Located, tags: set[str] = frozenset()
 _EXPECTED = {"int_type": "an integer", "int_from_float": "an integer", "float_type": "a number",
              "string_type": "a string", "bool_type": "true or false", "list_type": "a list",
              "dict_type": "a mapping", "model_type": "a mapping",
-             "model_attributes_type": "a mapping"}
+             "model_attributes_type": "a mapping", "int_parsing": "an integer",
+             "float_parsing": "a number", "bool_parsing": "true or false"}
 _BOUNDS = {"greater_than_equal": ("at least", "ge"), "greater_than": ("more than", "gt"),
            "less_than_equal": ("at most", "le"), "less_than": ("less than", "lt")}
 _TYPE_WORDS = {"int": "an integer", "str": "a name or expression", "float": "a number",

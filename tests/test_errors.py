@@ -189,3 +189,23 @@ def test_flags_that_would_be_ignored_are_refused(tmp_path):
         assert r.exit_code == 2 and words in r.output, (args, r.output)
         assert len(r.output.strip().splitlines()) == 1
     assert not (tmp_path / "f").exists() and not (tmp_path / "p.html").exists()
+
+
+def test_pydantic_wording_is_the_tools_own(tmp_path):
+    # an empty list, a number given as text: said as every other problem is
+    p = tmp_path / "empty.yaml"
+    p.write_text(GOOD.replace("outputs: [z]}", "outputs: []}"))
+    _fails(["predict", str(p)],
+           r"empty\.yaml:\d+: ops\[1\]\.outputs: expected at least 1 item, got 0$")
+    from rooflab.hardware import SPEC_DIR
+    spec = tmp_path / "gpu.yaml"
+    spec.write_text((SPEC_DIR / "h200.yaml").read_text().replace(
+        "sm_count: {value: 132,", "sm_count: {value: lots,"))
+    _fails(["predict", "rmsnorm", "-H", str(spec)],
+           r"gpu\.yaml:\d+: sm_count\.value: expected a number, got 'lots'$")
+
+
+def test_a_binary_model_config_is_named_as_such(tmp_path):
+    p = tmp_path / "config.bin"
+    p.write_bytes(bytes(range(128, 256)) * 8)
+    _fails(["models", str(p)], r"config\.bin: a binary file, not a model config \(JSON\)$")

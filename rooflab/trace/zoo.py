@@ -91,8 +91,10 @@ def resolve_config(name_or_path: str) -> tuple[str, dict, Path]:
     shown = str(name_or_path) if path.parent != MODEL_DIR else str(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise RooflabError(f"cannot read: {getattr(e, 'strerror', None) or e}", file=shown) from None
+    except UnicodeDecodeError:
+        raise RooflabError("a binary file, not a model config (JSON)", file=shown) from None
+    except OSError as e:
+        raise RooflabError(f"cannot read: {e.strerror or e}", file=shown) from None
     try:
         config = json.loads(text)
     except json.JSONDecodeError as e:
