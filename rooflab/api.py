@@ -46,7 +46,8 @@ def predict_graph(graph: Graph, hw: Hardware, schedule_name: str = "unfused",
                   l2_flushed: bool = False) -> Prediction:
     """Lower `graph` for `hw` (dtype fallbacks), schedule it under a policy, and price it.
     `kernels`: whose kernels run it (rooflab.kernel_families.IMPLEMENTATIONS; default: the
-    policy's: eager PyTorch's ATen kernels for `unfused`, rooflab's for the fused policies);
+    policy's: eager PyTorch's ATen kernels for `unfused`, `inductor`'s for inductor, and
+    `rooflab+library` for the other fusing policies);
     `l2_flushed`: the step starts after an L2 flush (as the Triton validation times it)."""
     low = lowering.lower(graph, hw)
     sched = schedule.build(low.graph, schedule_name, hw, graph.notes + tuple(low.notes))

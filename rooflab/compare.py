@@ -4,7 +4,7 @@ Kernels of the two schedules are matched by the ops they hold: a set of baseline
 ops make up exactly one candidate kernel is one fusion. Its savings are the baseline kernels'
 totals minus the fused kernel's (HBM bytes, launches, time including launch costs). A kernel
 that holds the same ops in both schedules can still take another time: the schedules run it as
-different implementations (a cuBLAS call under `inductor`, rooflab's own kernel under `fused`),
+different implementations (ATen's rms_norm under `unfused`, a generated kernel under `fused`),
 or it waits for the CPU for another time. Those kernels are listed apart (`repriced`), so the
 fusions and the rest add up to the whole difference.
 This module computes; rooflab.report.comparison renders the text, rooflab.report.jsonout the JSON.

@@ -44,7 +44,7 @@ from rooflab.grid import vargmax, vmax, vmin, vwhere
 from rooflab.hardware import Hardware
 from rooflab.kernel_families import (CURVE_ELEMENT_BYTES, FAMILIES, GEMM_FAMILY,
                                      IMPLEMENTATIONS, attention_backend, curve_bytes,
-                                     eager_family, gathered_rows, priced_as)
+                                     eager_family, gathered_rows, one_call, priced_as)
 from rooflab.l2_residency import warm_kernels
 from rooflab.launch import (LAUNCH_MODES, compiled_host_times, floor_s, host_times,
                             launch_notes, reduce_overhead_s, replayed_launches_s)
@@ -240,9 +240,9 @@ def price_kernel(info: _Graphinfo, kernel: Kernel, hw: Hardware,
 
 def kernel_key(info: _Graphinfo, kernel: Kernel) -> tuple:
     """What a kernel's price depends on, names aside: its fusion, and per op its cost record
-    (shared by same-shaped ops), which of its inputs name the same bytes or bytes made inside
-    the kernel, the shapes of the tensors its inputs view, and which of its outputs leave the
-    kernel. Two kernels with equal keys cost the same (the same layer of a repeated block)."""
+    (shared by same-shaped ops) and launches, which of its inputs name the same bytes or bytes
+    made inside the kernel, the shapes of the tensors its inputs view, and which of its outputs
+    leave the kernel. Two kernels with equal keys cost the same (the same layer of a repeated block)."""
     g = info.graph
     members = set(kernel.ops)
     made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}
@@ -259,7 +259,8 @@ def kernel_key(info: _Graphinfo, kernel: Kernel) -> tuple:
         outs = tuple(info.rt(t) in info.outputs
                      or any(j not in members for j in info.consumers.get(info.rt(t), ()))
                      for t in op.outputs)
-        parts.append((id(info.costs[i]), op.kind, i in info.scatters, tuple(ins), outs))
+        parts.append((id(info.costs[i]), op.kind, op.launches, i in info.scatters, tuple(ins),
+                      outs))
     return tuple(parts)
 
 
@@ -267,18 +268,13 @@ def aten_family(info: _Graphinfo, kernel: Kernel) -> str:
     """The ATen family of a kernel that is one ATen call as eager PyTorch runs it: one op, and
     any that launch none of their own (addmm's bias in the GEMM's epilogue); "" for a fused
     kernel or an op no family's curve prices."""
-    return (info.families[kernel.ops[0]] or "") if one_call(info, kernel) else ""
-
-
-def one_call(info: _Graphinfo, kernel: Kernel) -> bool:
-    """Whether the kernel is one library call: one op, and any that launch none of their own."""
-    return not any(info.graph.ops[i].launches for i in kernel.ops[1:])
+    return (info.families[kernel.ops[0]] or "") if one_call(info.graph, kernel.ops) else ""
 
 
 def _kernel_numbers(info: _Graphinfo, kernel: Kernel, hw: Hardware, kernels: str) -> dict:
     """The counts and times of `price_kernel`'s record."""
     g = info.graph
-    aten = priced_as(kernels, kernel.anchor, one_call(info, kernel)) == "aten"
+    aten = priced_as(kernels, kernel, info.graph) == "aten"
     family = aten_family(info, kernel) if aten else ""
     # SDPA called through ATen: the backend PyTorch picks, at that backend's measured efficiency
     first = g.ops[kernel.ops[0]]

@@ -13,9 +13,10 @@ copy runs at 4.3). So a kernel is priced for the implementation that runs it:
     `inductor` torch.compile's: its extern calls (a cuBLAS GEMM, SDPA, a library op or a
                collective: EXTERN_ROLES) run ATen's kernels and are priced as `aten`; the
                Triton kernels it generates are priced as `rooflab`'s
-    `rooflab+library`  a fusing schedule's: `rooflab`'s kernels, but a GEMM that fuses
-               nothing is the library call eager PyTorch makes (cuBLAS), priced as `aten`, so
-               that a schedule's GEMMs change price only where a fusion changes them
+    `rooflab+library`  a fusing schedule's: `rooflab`'s kernels, but a library call that
+               fuses nothing (a GEMM, SDPA, a library op or a collective: EXTERN_ROLES, one
+               call) stays the call eager PyTorch makes, priced as `aten`, so a library call
+               changes price only where a fusion changes it
 
 `eager_family(op, ins, outs, roots)` names the family of a one-op kernel (None where no
 family's curve prices the op: attention, collectives, views). A 16-bit GEMM's family,
@@ -41,23 +42,29 @@ IMPLEMENTATIONS = ("rooflab", "aten", "inductor", "rooflab+library")
 EXTERN_ROLES = (Role.GEMM, Role.ATTENTION, Role.OPAQUE, Role.COLLECTIVE)
 
 
+def one_call(graph: Graph, ops: tuple[int, ...]) -> bool:
+    """Whether a kernel of `graph`'s `ops` is one call: one op, and any that launch none of
+    their own (addmm's bias in the GEMM's epilogue)."""
+    return not any(graph.ops[i].launches for i in ops[1:])
+
+
 def extern_call(graph: Graph, ops: tuple[int, ...], anchor: Role) -> bool:
     """Whether the kernel of `graph`'s `ops` built around `anchor` is a library call
     (EXTERN_ROLES), not generated code: a GEMM with an op fused in that launches its own is a
     generated GEMM template (rooflab's, or Inductor's under max-autotune)."""
     if anchor not in EXTERN_ROLES:
         return False
-    return anchor is not Role.GEMM or not any(graph.ops[i].launches for i in ops[1:])
+    return anchor is not Role.GEMM or one_call(graph, ops)
 
 
-def priced_as(kernels: str, anchor: Role, one_call: bool) -> str:
-    """The implementation ("rooflab" or "aten") whose prices a kernel built around `anchor` takes
-    when `kernels` (IMPLEMENTATIONS) runs the schedule; `one_call`: the kernel is one op, and
-    any that launch none of their own (addmm's bias)."""
+def priced_as(kernels: str, kernel, graph: Graph) -> str:
+    """The implementation ("rooflab" or "aten") whose prices `kernel` (a schedule.Kernel of
+    `graph`) takes when `kernels` (IMPLEMENTATIONS) runs the schedule."""
     if kernels == "inductor":
-        return "aten" if anchor in EXTERN_ROLES else "rooflab"
+        return "aten" if kernel.anchor in EXTERN_ROLES else "rooflab"
     if kernels == "rooflab+library":
-        return "aten" if anchor is Role.GEMM and one_call else "rooflab"
+        library = kernel.anchor in EXTERN_ROLES and one_call(graph, kernel.ops)
+        return "aten" if library else "rooflab"
     return kernels
 
 FAMILIES: dict[str, str] = {

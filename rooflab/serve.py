@@ -80,7 +80,8 @@ def steps_of(source: str, prefill_source: str | None = None,
         note = zoo.quantization_note(*zoo.resolve_config(name)[:2])
         return Steps(name, lambda b, s: pre.graph(b, s), lambda b, c: dec.graph(b, c), extend,
                      (note,) if note else ())
-    if source.startswith("py:"):
+    from rooflab.trace.source import as_program
+    if as_program(source).startswith("py:"):
         raise RooflabError(f"{source}: serve needs a model's prefill and decode steps: give an "
                            "hf: model or workload YAMLs (py: modules have no KV cache)")
     from rooflab import workload

@@ -154,6 +154,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ["trace", "py:{py}:build", "--input", "x=[8,512,1024]:bf16", "-o", "{py}"],
     ["validate", "--from", "{run}", "--html", "{run}"],
     ["calibrate", "--from", "{cal}", "-o", "{cal}"],
+    ["trace", "hf:./cfg.json", "-o", "cfg.json"],
+    ["trace", "hf:cfgdir", "-o", "cfgdir/config.json"],
 ])
 def test_no_output_writes_over_a_file_the_command_reads(tmp_path, monkeypatch, args):
     # even with --force: the user's workload, spec, program or run would be lost
@@ -166,23 +168,41 @@ def test_no_output_writes_over_a_file_the_command_reads(tmp_path, monkeypatch, a
     run.write_text((ROOT / "reports" / "validation" / "h200-2026-12-04.json").read_text())
     cal = tmp_path / "h200-2026-12-04.json"
     cal.write_text((ROOT / "reports" / "calibration" / "h200-2026-12-04.json").read_text())
+    config = (ROOT / "models" / "llama3.2-1b.json").read_text()
+    (tmp_path / "cfg.json").write_text(config)
+    (tmp_path / "cfgdir").mkdir()
+    (tmp_path / "cfgdir" / "config.json").write_text(config)
     monkeypatch.chdir(tmp_path)
     names = dict(w="mine.yaml", spec="gpu.yaml", py="model.py", run="run.json", cal=cal.name)
-    before = {p: p.read_bytes() for p in tmp_path.iterdir()}
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     r = runner.invoke(app, [a.format(**names) for a in args] + ["--force"])
     assert r.exit_code == 2, r.output
     err = r.stderr.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in r.output
     assert "which this command reads; not writing over it, even with --force" in err
-    assert {p: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
 
 
-@pytest.mark.parametrize("run", ["torch/h200-2026-12-04-r9.json"])
+def test_a_bundled_name_is_not_the_file_of_that_name_here(tmp_path, monkeypatch):
+    # -H h200 reads the bundled spec, not ./h200: writing ./h200 loses nothing read
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h200").write_text("an old report")
+    r = runner.invoke(app, ["predict", "rmsnorm", "-H", "h200", "--html", "h200", "--force"])
+    assert r.exit_code == 0, r.stderr
+    assert (tmp_path / "h200").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("run", ["validation/torch/h200-2026-12-04-r9.json",
+                                 "hf_eager/h200-2026-12-03.json",
+                                 "serving/h200-serve-2026-12-03.json"])
 def test_html_of_a_run_without_one_is_refused_not_skipped(tmp_path, run):
     out = tmp_path / "r.html"
-    r = runner.invoke(app, ["validate", "--from", str(ROOT / "reports" / "validation" / run),
+    r = runner.invoke(app, ["validate", "--from", str(ROOT / "reports" / run),
                             "--html", str(out)])
     assert r.exit_code == 2 and "--html: the HTML report is of Triton-backend runs" in r.stderr
+    assert not out.exists()
+    r = runner.invoke(app, ["validate", "--dry-run", "--cases", "rmsnorm", "--html", str(out)])
+    assert r.exit_code == 2 and "--dry-run prints the kernels' source" in r.stderr
     assert not out.exists()
 
 
@@ -194,6 +214,10 @@ def test_html_of_a_run_without_one_is_refused_not_skipped(tmp_path, run):
      "--split validation: the torch suite's calibration or validation cases"),
     (["predict", "examples/transformer_block.py"],
      "a Python file is traced as py:examples/transformer_block.py:FACTORY"),
+    (["validate", "hf:llama3.2-1b", "--tp", "2", "--split", "validation"],
+     "--split validation: the torch suite's calibration or validation cases"),
+    (["serve", "examples/transformer_block.py:build"],
+     "serve needs a model's prefill and decode steps"),
 ])
 def test_options_a_command_would_drop_are_refused(monkeypatch, args, message):
     monkeypatch.chdir(ROOT)
@@ -221,4 +245,5 @@ def test_serve_says_when_not_one_sequence_fits(monkeypatch):
         in r.stdout
     r = runner.invoke(app, ["serve", "workloads/llama3_8b_decode.yaml", "--batch", "1",
                             "--chunk", "100000"])
+    assert r.exit_code == 0, r.stderr
     assert "prefilling at most 100000 tokens of every prompt" in r.stdout

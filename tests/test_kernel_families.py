@@ -373,6 +373,27 @@ def test_fused_prices_a_lone_gemm_as_cublas_and_one_with_an_epilogue_by_the_tile
     assert k.compute_s != pytest.approx(lone.compute_s, rel=1e-3)
 
 
+def test_an_addmm_and_a_gemm_with_an_epilogue_of_one_shape_keep_their_own_prices(
+        write_yaml, h200):
+    # the same shapes, one bias launching nothing (addmm), one its own op: a library call and
+    # a generated GEMM, never one price for both
+    both = GEMM.replace("outputs: [z]\n", """outputs: [z, z2]\n""").replace(
+        "ops:\n", "ops:\n  - {kind: matmul, name: mm2, inputs: [x, w], outputs: [y2]}\n"
+                  "  - {kind: add, name: bias2, inputs: [y2, b], outputs: [z2]}\n")
+    p = _kernels(write_yaml, both, _gemm_hw(h200), schedule="fused")
+    assert {k.ops: k.family for k in p.kernels} == {("mm", "bias"): "gemm_cublas",
+                                                     ("mm2", "bias2"): ""}
+
+
+def test_epilogue_and_a_policy_yaml_run_rooflab_and_the_library(write_yaml, tmp_path, h200):
+    policy = tmp_path / "mine.yaml"
+    policy.write_text("name: mine\nedges: [[gemm, pointwise]]\n")
+    for schedule in ("epilogue", str(policy)):
+        p = _kernels(write_yaml, _graph_text(), h200, schedule=schedule)
+        assert p.kernels_impl == "rooflab+library"
+        assert {k.ops: k.family for k in p.kernels if k.family} == {("mm",): "gemm_cublas"}
+
+
 def test_a_gemm_with_an_epilogue_is_a_generated_launch_not_an_extern_call(write_yaml, h200):
     from rooflab.launch import compiled_host_times
     epilogue = _kernels(write_yaml, GEMM.replace(", launches: 0", ""), h200, schedule="fused")

@@ -39,12 +39,14 @@ def calibrate(
     if not gpu and not from_file:
         raise RooflabError("calibrate measures only with --gpu (or rebuilds a spec --from a "
                            "calibration's raw figures)")
+    # what is read: the raw figures, their -torch.json beside them, another torch run, the base
+    reads = (from_file, from_file and from_file.replace(".json", "-torch.json"), torch_run, base)
     if output is not None:                          # before any measuring
-        check_output("--output", output, force, reads=(from_file, torch_run, base))
+        check_output("--output", output, force, reads=reads)
     if from_file:
         from rooflab.validate import calspec
         base_hw = hwmod.load(base or _datasheet(calspec.raw_gpu(from_file), from_file))
-        out = _spec_output(output, base_hw, force)
+        out = _spec_output(output, base_hw, force, reads)
         spec, provenance = calspec.spec_and_provenance(base_hw.spec, from_file, torch_run)
         out.write_text(calspec.spec_text(base_hw.spec, spec, provenance))
         typer.echo(printable(f"wrote {out} from {from_file}"))
@@ -54,7 +56,7 @@ def calibrate(
     from rooflab.validate import gpu as vgpu
     vgpu.require("calibrate")
     base_hw = hwmod.load(base or _datasheet(vgpu.name(), "this machine"))
-    out = _spec_output(output, base_hw, force)
+    out = _spec_output(output, base_hw, force, reads)
     from rooflab.validate import calibrate as cal
     from rooflab.validate.calspec import unused_raw_path
     prov = vgpu.provenance("rooflab " + " ".join(sys.argv[1:]))
@@ -64,12 +66,13 @@ def calibrate(
     typer.echo(printable(f"wrote {out} and {raw}"))
 
 
-def _spec_output(output: str | None, base_hw, force: bool):
+def _spec_output(output: str | None, base_hw, force: bool, reads: tuple):
     """The Path the calibrated spec is written to: --output, else
-    hardware_specs/measured/<base spec's name>.yaml (an H100 SXM's is h100-sxm.yaml)."""
+    hardware_specs/measured/<base spec's name>.yaml (an H100 SXM's is h100-sxm.yaml), checked
+    against the files the command reads (`reads`)."""
     from pathlib import Path
     path = output if output is not None else f"hardware_specs/measured/{base_hw.name}.yaml"
-    check_output("--output", path, force)
+    check_output("--output", path, force, reads=reads)
     return Path(path)
 
 
@@ -98,7 +101,7 @@ def _calibrate_collectives(gpu: bool, output: str | None, base: str, force: bool
                            "spec --from collective runs RUN,RUN...)")
     if output is None:                 # the one-GPU spec stays; this one is named for its base
         output = f"hardware_specs/measured/{Path(base).stem}-collectives.yaml"
-    check_output("--output", output, force)
+    check_output("--output", output, force, reads=(from_file, base))
     base_hw = hwmod.load(base)
     log = lambda m: typer.echo(printable(m), err=True)  # noqa: E731
     if from_file:

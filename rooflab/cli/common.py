@@ -84,16 +84,20 @@ def check_outputs(outputs: list[tuple[str, str]], force: bool,
 
 
 def read_files(reads: tuple[str | None, ...]) -> list[str]:
-    """The files on disk that a command's arguments `reads` name: workload and spec paths,
-    comma-separated lists of them, py:FILE.py:FACTORY sources (hf: sources and bundled names
-    name none)."""
+    """The files on disk that a command's arguments `reads` name: workload, spec and run paths
+    and comma-separated lists of them, py:FILE.py:FACTORY sources, hf:CONFIG.json or hf:FOLDER
+    (its config.json). A bare name (h200, fused, llama3-8b) names a bundled file, not one here,
+    as the loaders read it."""
     files = []
     for arg in reads:
         for part in split_list(arg or ""):
-            part = part.removeprefix("py:")
-            if part.split(":")[0].endswith(".py"):
-                part = part.split(":")[0]
-            if not part.startswith("hf:") and os.path.isfile(part):
+            if part.startswith("hf:"):
+                part = part[3:]
+                part = os.path.join(part, "config.json") if os.path.isdir(part) else part
+            elif part.removeprefix("py:").rpartition(":")[0].endswith(".py"):
+                part = part.removeprefix("py:").rpartition(":")[0]
+            path_like = os.sep in part or part.endswith((".yaml", ".yml", ".json", ".py"))
+            if path_like and os.path.isfile(part):
                 files.append(part)
     return files
 

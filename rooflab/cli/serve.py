@@ -11,7 +11,8 @@ from rooflab.errors import RooflabError
 from rooflab.terminal import printable
 
 
-_SIZES_HELP = "comma-separated, or a range doubling from its start to its end: 1,8,32 or 1..256 or 1k..32k"
+_SIZES_HELP = ("comma-separated, or a range doubling from its start to its end: 1,8,32 or "
+               "1..256 or 1k..32k")
 
 
 def _serve_args(model, hardware, batch, input_tokens, output_tokens, sets):

@@ -44,6 +44,13 @@ def validate(
 
     if backend not in ("triton", "torch"):
         raise RooflabError(f"--backend {backend}: expected triton or torch")
+    workload = source.as_program(workload) if workload else workload
+    if split and (backend != "torch" or tp) and not from_file:
+        raise RooflabError(f"--split {split}: the torch suite's calibration or validation "
+                           "cases, with --backend torch (or --from a torch run)")
+    if dry_run and html:
+        raise RooflabError("--dry-run prints the kernels' source and runs nothing: it has no "
+                           "results for --html")
     check_outputs([(o, p) for o, p in (("--output", None if from_file or dry_run else output),
                                         ("--html", html)) if p is not None], force,
                   make_parents=("--output",), reads=(workload, from_file, hardware))

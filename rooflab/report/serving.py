@@ -20,8 +20,9 @@ def _rate(v: float) -> str:
 
 def render(table: ServeTable, title: str = "") -> str:
     """`title` (after the model's name and its GPU; default: the schedule and launch mode),
-    then right-aligned columns: the configuration, TTFT, TPOT, latency, tokens/s (per GPU and
-    per request) and memory against HBM; a configuration that does not fit says why."""
+    then the columns: the configuration (names left-aligned), TTFT, TPOT, latency, tokens/s
+    (per GPU and per request) and memory against HBM; a configuration that does not fit says
+    why."""
     several = {c: len(set(table.columns[c])) > 1 for c in ("gpu", "schedule", "launch", "variant")}
     cols = [c for c in ("gpu", "schedule", "launch", "variant") if several[c]]
     several_gpus = bool(any(table.columns["gpus"] > 1))

@@ -41,10 +41,10 @@ def is_program(source: str) -> bool:
 def as_program(source: str) -> str:
     """`source` with the py: prefix a FILE.py:FACTORY written without one lacks; a Python file
     named without its FACTORY is a RooflabError (YAML it is not)."""
-    head = source.split(":")[0]
+    head = source.rpartition(":")[0] if ":" in source else source
     if is_program(source) or not head.endswith(".py"):
         return source
-    if ":" not in source:
+    if head == source:
         raise RooflabError(f"{source}: a Python file is traced as py:{source}:FACTORY, FACTORY "
                            "being the function in it that returns the module")
     return "py:" + source
