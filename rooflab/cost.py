@@ -242,7 +242,8 @@ def kernel_key(info: _Graphinfo, kernel: Kernel) -> tuple:
     """What a kernel's price depends on, names aside: its fusion, and per op its cost record
     (shared by same-shaped ops) and launches, which of its inputs name the same bytes or bytes
     made inside the kernel, the shapes of the tensors its inputs view, and which of its outputs
-    leave the kernel. Two kernels with equal keys cost the same (the same layer of a repeated block)."""
+    leave the kernel. Two kernels with equal keys cost the same (the same layer of a repeated
+    block)."""
     g = info.graph
     members = set(kernel.ops)
     made = {info.rt(t) for i in kernel.ops for t in g.ops[i].outputs}

@@ -53,3 +53,17 @@ def test_tpot_under_cuda_graphs_within_the_target_and_eager_pinned(rows):
     assert graph == pytest.approx(0.075, abs=0.005)
     assert eager == pytest.approx(0.316, abs=0.01)
     assert all(r.tpot_error < 0.1 for r in rows)     # never over-predicted by more than 10 %
+
+
+def test_the_cli_rechecks_the_run_on_its_gpus_calibrated_spec():
+    # `validate --from` a serving run takes the calibrated spec of the GPU the run names
+    # (meta.gpu.name), as it does for the other kinds of run, not the H200's datasheet
+    from typer.testing import CliRunner
+
+    from rooflab.cli import app
+    from rooflab.validate.common import run_gpu
+    assert run_gpu(RUN) == "NVIDIA H200"
+    r = CliRunner().invoke(app, ["validate", "--from", str(RUN)])
+    assert r.exit_code == 0, r.stderr
+    assert "median |error| graph: TTFT 1.9%, TPOT 7.5% (12 cases)" in r.stdout
+    assert "priced on measured/h200.yaml" in r.stderr

@@ -16,15 +16,17 @@ def has_schema(path: str | Path, schema: str) -> bool:
 
 
 def run_gpu(path: str | Path) -> str | None:
-    """The GPU a measured run names (its provenance's `gpu`, or a measured-steps run's
-    meta.timing.gpu.name), as torch names it; None for a file that is not such a run."""
+    """The GPU a measured run names (its provenance's `gpu`, a measured-steps run's
+    meta.timing.gpu.name, a serving run's meta.gpu.name), as torch names it; None for a file
+    that is not such a run."""
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict):
         return None
-    for keys in (("provenance", "gpu"), ("meta", "timing", "gpu", "name")):
+    for keys in (("provenance", "gpu"), ("meta", "timing", "gpu", "name"),
+                 ("meta", "gpu", "name")):
         v = doc
         for k in keys:
             v = v.get(k) if isinstance(v, dict) else None
