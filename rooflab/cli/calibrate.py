@@ -39,8 +39,9 @@ def calibrate(
     if not gpu and not from_file:
         raise RooflabError("calibrate measures only with --gpu (or rebuilds a spec --from a "
                            "calibration's raw figures)")
-    # what is read: the raw figures, their -torch.json beside them, another torch run, the base
-    reads = (from_file, from_file and from_file.replace(".json", "-torch.json"), torch_run, base)
+    from rooflab.validate.calspec import torch_run_path
+    # what is read: the raw figures, the torch run beside them, another torch run, the base
+    reads = (from_file, from_file and str(torch_run_path(from_file)), torch_run, base)
     if output is not None:                          # before any measuring
         check_output("--output", output, force, reads=reads)
     if from_file:

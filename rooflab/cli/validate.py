@@ -45,9 +45,6 @@ def validate(
     if backend not in ("triton", "torch"):
         raise RooflabError(f"--backend {backend}: expected triton or torch")
     workload = source.as_program(workload) if workload else workload
-    if split and (backend != "torch" or tp) and not from_file:
-        raise RooflabError(f"--split {split}: the torch suite's calibration or validation "
-                           "cases, with --backend torch (or --from a torch run)")
     if dry_run and html:
         raise RooflabError("--dry-run prints the kernels' source and runs nothing: it has no "
                            "results for --html")
@@ -69,10 +66,16 @@ def validate(
             raise RooflabError(f"--html: the HTML report is of Triton-backend runs; {run_kind} "
                                "has none (drop --html)")
 
+    def no_split() -> None:
+        if split:
+            raise RooflabError(f"--split {split}: the torch suite's calibration or validation "
+                               "cases, with --backend torch (or --from a torch run)")
+
     def run() -> None:
         from rooflab.validate import torch_compare, tp_compare
         if tp or from_file and tp_compare.is_run_file(from_file):
             no_html("a tensor-parallel run")
+            no_split()
             _validate_tp(hw, workload, gpu, from_file, output, force,
                          "decode" if phase is None else phase, wl.parse_sets(sets), tp)
             return
@@ -81,9 +84,7 @@ def validate(
             _validate_torch(hw, workload, gpu, from_file, output, cases, split, force, inputs,
                             wl.parse_sets(sets))
             return
-        if split:
-            raise RooflabError(f"--split {split}: the torch suite's calibration or validation "
-                               "cases, with --backend torch (or --from a torch run)")
+        no_split()
         if workload:
             graph = api.load_workload(workload, wl.parse_sets(sets), phase, tuple(inputs))
             if source.is_program(workload):
