@@ -23,8 +23,8 @@ Launch modes (`eager`, `graph`, `compiled`): rooflab/launch.py, the host side of
 Kernel implementations (rooflab/kernel_families.py): `aten` prices each one-op kernel's bytes
 at its ATen family's measured bandwidth curve, and a whole-tensor reduction as split over the
 grid, as eager PyTorch runs them; `rooflab` prices rooflab's generated kernels at the copy curve;
-the fusing schedules mix them (`inductor`, `rooflab+library`: a library call that fuses
-nothing stays the library's). A schedule's policy says which runs it; `predict` can override.
+the fusing schedules mix them (`inductor`, `rooflab+library`: a GEMM that fuses nothing stays
+cuBLAS's). A schedule's policy says which runs it; `predict` can override.
 """
 
 from __future__ import annotations

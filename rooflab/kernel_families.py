@@ -13,10 +13,9 @@ copy runs at 4.3). So a kernel is priced for the implementation that runs it:
     `inductor` torch.compile's: its extern calls (a cuBLAS GEMM, SDPA, a library op or a
                collective: EXTERN_ROLES) run ATen's kernels and are priced as `aten`; the
                Triton kernels it generates are priced as `rooflab`'s
-    `rooflab+library`  a fusing schedule's: `rooflab`'s kernels, but a library call that
-               fuses nothing (a GEMM, SDPA, a library op or a collective: EXTERN_ROLES, one
-               call) stays the call eager PyTorch makes, priced as `aten`, so a library call
-               changes price only where a fusion changes it
+    `rooflab+library`  a fusing schedule's: `rooflab`'s kernels, but a GEMM that fuses
+               nothing (one call) stays the cuBLAS call eager PyTorch makes, priced as `aten`,
+               so a GEMM changes price only where a fusion changes it
 
 `eager_family(op, ins, outs, roots)` names the family of a one-op kernel (None where no
 family's curve prices the op: attention, collectives, views). A 16-bit GEMM's family,
@@ -63,7 +62,8 @@ def priced_as(kernels: str, kernel, graph: Graph) -> str:
     if kernels == "inductor":
         return "aten" if kernel.anchor in EXTERN_ROLES else "rooflab"
     if kernels == "rooflab+library":
-        library = kernel.anchor in EXTERN_ROLES and one_call(graph, kernel.ops)
+        # its attention is its own FlashAttention kernel, reading shared KV heads in place
+        library = kernel.anchor is Role.GEMM and one_call(graph, kernel.ops)
         return "aten" if library else "rooflab"
     return kernels
 

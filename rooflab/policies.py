@@ -26,7 +26,7 @@ class FusionPolicy:
     reduction_prologue: bool = False
     gqa_attention: bool = False
     # whose kernels run the schedule (rooflab/kernel_families.py): a fusing schedule's own
-    # kernels, and the library's where a library call fuses nothing (as the unfused step has it)
+    # kernels, and cuBLAS's where a GEMM fuses nothing (as the unfused step calls it)
     kernels: str = "rooflab+library"
     # GEMMs are library calls that take nothing in (Inductor's cuBLAS), and every kernel that
     # is not a library call is generated code that launches once (ATen's extra launches gone)
